@@ -1,0 +1,71 @@
+"""One settings object, read from the environment once and validated at start-up.
+
+Every knob the app has lives here (habit 4 of ../shared/style.md). Variables:
+
+| env var            | default               | meaning                                                  |
+|--------------------|-----------------------|----------------------------------------------------------|
+| HITL_DATA_DIR      | ``./data``            | folder for the SQLite file, the files sandbox, demo db   |
+| DATABASE_URL       | ``sqlite:///<data>/hitl.sqlite`` | app tables + LangGraph checkpoints            |
+| HITL_MODEL         | ``demo``              | ``demo`` or any ``init_chat_model`` spec                 |
+| HITL_DEMO_WPS      | ``30``                | demo model pace in words per second (0 = no pacing)      |
+| HITL_AGENT         | unset                 | ``package.module:attribute`` of a developer's agent      |
+| HITL_POLICY        | unset                 | path of a TOML policy file for the built-in agent        |
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Application settings (read from environment variables, see the module docstring).
+
+    Raises:
+        pydantic.ValidationError: on a malformed value, naming the variable.
+    """
+
+    model_config = SettingsConfigDict(env_prefix="", extra="ignore", populate_by_name=True)
+
+    data_dir: Path = Field(default=Path("data"), alias="HITL_DATA_DIR")
+    database_url: str | None = Field(default=None, alias="DATABASE_URL")
+    model: str = Field(default="demo", alias="HITL_MODEL")
+    demo_words_per_second: float = Field(default=30.0, ge=0, le=10_000, alias="HITL_DEMO_WPS")
+    agent: str | None = Field(default=None, alias="HITL_AGENT")
+    policy_file: Path | None = Field(default=None, alias="HITL_POLICY")
+
+    @field_validator("data_dir")
+    @classmethod
+    def _absolute(cls, value: Path) -> Path:
+        return value.expanduser().resolve()
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL, defaulting to a SQLite file inside ``data_dir``."""
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{self.data_dir / 'hitl.sqlite'}"
+
+    @property
+    def is_postgres(self) -> bool:
+        """True when the database URL points at PostgreSQL."""
+        return self.resolved_database_url.startswith(("postgresql", "postgres:"))
+
+    @property
+    def files_dir(self) -> Path:
+        """Root of the files sandbox used by the demo file tools."""
+        return self.data_dir / "files"
+
+    @property
+    def demo_db_path(self) -> Path:
+        """SQLite file holding the demo ``records`` table that ``execute_sql`` runs on."""
+        return self.data_dir / "demo_records.sqlite"
+
+
+@functools.cache
+def get_settings() -> Settings:
+    """The process-wide settings, read on first use."""
+    return Settings()

@@ -1,0 +1,124 @@
+"""SQLModel tables owned by the app (not by LangGraph).
+
+App database (``DATABASE_URL``): ``ThreadRecord`` (thread index), ``ReviewRequestRecord`` (one row
+per interrupt shown to a reviewer), ``AuditRecord`` (one row per decision), ``OutboxMail`` (what
+``send_email`` sent) and ``ToolEffect`` (the recorded result of each executed tool call, which makes
+the demo tools idempotent per tool call id).
+
+Demo database (its own SQLite file, see ``Settings.demo_db_path``): ``Record``, the table
+``execute_sql`` and ``read_data`` work on. It is kept apart so an approved ``DROP TABLE`` cannot
+touch the app's own tables.
+
+Times are timezone-aware UTC ``datetime`` values.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+def utcnow() -> datetime:
+    """The current time as an aware UTC datetime."""
+    return datetime.now(UTC)
+
+
+class ThreadRecord(SQLModel, table=True):
+    """One row per thread for the sidebar: title, last activity and whether a review is pending."""
+
+    __tablename__ = "threads"
+
+    thread_id: str = Field(primary_key=True, max_length=64)
+    title: str = Field(default="New chat", max_length=200)
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow, index=True)
+    pending_review: bool = Field(default=False)
+    owner: str | None = Field(default=None, max_length=100, index=True)
+
+
+class ReviewRequestRecord(SQLModel, table=True):
+    """One row per interrupt a reviewer was shown (written once, however often the node re-ran)."""
+
+    __tablename__ = "review_requests"
+
+    interrupt_id: str = Field(primary_key=True, max_length=64)
+    thread_id: str = Field(index=True, max_length=64)
+    requested_at: datetime = Field(default_factory=utcnow)
+    action_count: int
+    tool_names: str = Field(default="", max_length=2000)
+    decided: bool = Field(default=False)
+
+
+class AuditRecord(SQLModel, table=True):
+    """One stored decision: who, when, what was asked, what was decided, how long it waited.
+
+    ``(interrupt_id, action_index)`` is unique: inserting the rows of a submission is the claim that
+    makes a review decided exactly once, across tabs, retries and worker processes.
+    """
+
+    __tablename__ = "audit_records"
+    __table_args__ = (UniqueConstraint("interrupt_id", "action_index", name="uq_audit_decision"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    thread_id: str = Field(index=True, max_length=64)
+    interrupt_id: str = Field(index=True, max_length=64)
+    action_index: int
+    tool_call_id: str | None = Field(default=None, max_length=200)
+    tool_name: str = Field(index=True, max_length=200)
+    decision_type: str = Field(index=True, max_length=20)
+    args_proposed: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    args_executed: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
+    message: str | None = None
+    reviewer: str = Field(default="anonymous", max_length=100)
+    requested_at: datetime
+    decided_at: datetime = Field(default_factory=utcnow)
+    waited_seconds: float
+    checkpoint_id: str | None = Field(default=None, max_length=100)
+
+
+class OutboxMail(SQLModel, table=True):
+    """A mail ``send_email`` sent. ``tool_call_id`` is unique: a replayed call never sends twice."""
+
+    __tablename__ = "outbox"
+
+    id: int | None = Field(default=None, primary_key=True)
+    tool_call_id: str = Field(unique=True, max_length=200)
+    to: str = Field(max_length=320)
+    subject: str = Field(default="", max_length=500)
+    body: str = ""
+    sent_at: datetime = Field(default_factory=utcnow)
+
+
+class ToolEffect(SQLModel, table=True):
+    """The result of an executed tool call, keyed by tool call id (replays return it unchanged)."""
+
+    __tablename__ = "tool_effects"
+
+    tool_call_id: str = Field(primary_key=True, max_length=200)
+    tool_name: str = Field(max_length=200)
+    result: str
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Record(SQLModel, table=True):
+    """A row of the demo ``records`` table (lives in the demo database, not the app database)."""
+
+    __tablename__ = "records"
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str
+    category: str
+    amount: float
+
+
+APP_TABLES = [
+    ThreadRecord.__table__,
+    ReviewRequestRecord.__table__,
+    AuditRecord.__table__,
+    OutboxMail.__table__,
+    ToolEffect.__table__,
+]
+"""Tables created in the app database (``Record`` is not one of them)."""
