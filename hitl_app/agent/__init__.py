@@ -1,0 +1,47 @@
+"""The agent room: LangChain/LangGraph only (never imports reflex, ui, threads or review).
+
+Public API: ``DemoChatModel``, ``DemoWorkspace``, ``build_tools``, ``resolve_in_sandbox``,
+``SandboxError``, ``is_read_only_sql``, ``PolicyRule``, ``DEFAULT_POLICY``, ``PolicyError``,
+``interrupt_on_from_policy``, ``load_policy_toml``, ``RepeatedRejectionGuard``, ``make_model``,
+``ModelConfigError``, ``open_checkpointer``, ``AgentBundle``, ``build_demo_agent``.
+"""
+
+from hitl_app.agent.build import AgentBundle, build_demo_agent
+from hitl_app.agent.checkpoint import open_checkpointer
+from hitl_app.agent.demo_model import DemoChatModel
+from hitl_app.agent.guards import RepeatedRejectionGuard
+from hitl_app.agent.models import ModelConfigError, make_model
+from hitl_app.agent.policy import (
+    DEFAULT_POLICY,
+    PolicyError,
+    PolicyRule,
+    interrupt_on_from_policy,
+    load_policy_toml,
+)
+from hitl_app.agent.tools import (
+    DemoWorkspace,
+    SandboxError,
+    build_tools,
+    is_read_only_sql,
+    resolve_in_sandbox,
+)
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "AgentBundle",
+    "DemoChatModel",
+    "DemoWorkspace",
+    "ModelConfigError",
+    "PolicyError",
+    "PolicyRule",
+    "RepeatedRejectionGuard",
+    "SandboxError",
+    "build_demo_agent",
+    "build_tools",
+    "interrupt_on_from_policy",
+    "is_read_only_sql",
+    "load_policy_toml",
+    "make_model",
+    "open_checkpointer",
+    "resolve_in_sandbox",
+]

@@ -1,0 +1,84 @@
+"""Assemble the built-in demo agent: model + demo tools + HITL policy + guard + checkpointer.
+
+Uses ``langchain.agents.create_agent`` with, in this order,
+``HumanInTheLoopMiddleware(interrupt_on=..., interrupt_mode="batched")`` and
+``RepeatedRejectionGuard()``; after_model hooks run in reverse list order, so the guard sees each
+model message before the HITL middleware can raise a card for it (see ``guards.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import HumanInTheLoopMiddleware, InterruptOnConfig
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from hitl_app.agent.guards import RepeatedRejectionGuard
+from hitl_app.agent.policy import DEFAULT_POLICY, PolicyRule, describe_policy, interrupt_on_from_policy
+from hitl_app.agent.tools import DemoWorkspace, build_tools
+
+SYSTEM_PROMPT = (
+    "You are a careful assistant with tools for email, files in a sandbox and a small SQL "
+    "database. Some tool calls are reviewed by a person before they run; if a call is rejected, "
+    "do not propose it again unless the user asks. Answer briefly."
+)
+
+
+@dataclass
+class AgentBundle:
+    """The compiled agent and what the rest of the app needs to know about it.
+
+    Attributes:
+        graph: the compiled LangGraph agent (``create_agent`` result).
+        tools_by_name: tool name -> BaseTool (e.g. to validate edited args against
+            ``tool.tool_call_schema``).
+        policy_rules: the rules the agent was built with.
+        interrupt_on: the ``interrupt_on`` mapping given to HumanInTheLoopMiddleware.
+    """
+
+    graph: Any
+    tools_by_name: dict[str, BaseTool]
+    policy_rules: list[PolicyRule] = field(default_factory=list)
+    interrupt_on: dict[str, InterruptOnConfig] = field(default_factory=dict)
+
+    @property
+    def policy(self) -> list[dict[str, Any]]:
+        """Plain-data description of the policy (one dict per rule)."""
+        return describe_policy(self.policy_rules)
+
+
+def build_demo_agent(
+    *,
+    model: BaseChatModel,
+    workspace: DemoWorkspace,
+    checkpointer: BaseCheckpointSaver | None,
+    policy_rules: list[PolicyRule] = DEFAULT_POLICY,
+) -> AgentBundle:
+    """Build the demo agent. Calls ``workspace.ensure()`` (idempotent).
+
+    Raises:
+        PolicyError: an invalid rule.
+    """
+    workspace.ensure()
+    tools = build_tools(workspace)
+    interrupt_on = interrupt_on_from_policy(list(policy_rules), workspace.demo_db_path)
+    graph = create_agent(
+        model,
+        tools,
+        system_prompt=SYSTEM_PROMPT,
+        middleware=[
+            HumanInTheLoopMiddleware(interrupt_on=interrupt_on, interrupt_mode="batched"),
+            RepeatedRejectionGuard(),
+        ],
+        checkpointer=checkpointer,
+    )
+    return AgentBundle(
+        graph=graph,
+        tools_by_name={t.name: t for t in tools},
+        policy_rules=list(policy_rules),
+        interrupt_on=interrupt_on,
+    )

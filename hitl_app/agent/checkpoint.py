@@ -1,0 +1,61 @@
+"""Open the LangGraph checkpointer for a database URL (async; one per app lifetime).
+
+Facts from FINDINGS.md §5 (langgraph-checkpoint-sqlite 3.x / -postgres 3.x):
+``AsyncSqliteSaver.from_conn_string(path)`` sets itself up (WAL mode); ``AsyncPostgresSaver`` on
+an ``AsyncConnectionPool`` needs the connection kwargs ``autocommit=True, prepare_threshold=0,
+row_factory=dict_row`` and one ``await saver.setup()`` (idempotent migrations).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+
+@contextlib.asynccontextmanager
+async def open_checkpointer(database_url: str, *, pool_size: int = 10) -> AsyncIterator[BaseCheckpointSaver]:
+    """Yield an async checkpointer for ``database_url``; closes it on exit.
+
+    Args:
+        database_url: ``sqlite:///path/to/file.sqlite`` or ``postgresql://user@host:port/db``
+            (also ``postgres://``, ``postgresql+psycopg://``).
+        pool_size: maximum Postgres connections.
+
+    Raises:
+        ValueError: an unsupported URL scheme.
+    """
+    if database_url.startswith("sqlite:///"):
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        path = database_url[len("sqlite:///"):]
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        async with AsyncSqliteSaver.from_conn_string(path) as saver:
+            yield saver
+        return
+    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
+        if database_url.startswith(prefix):
+            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+            from psycopg.rows import dict_row
+            from psycopg_pool import AsyncConnectionPool
+
+            conninfo = "postgresql://" + database_url[len(prefix):]
+            pool = AsyncConnectionPool(
+                conninfo,
+                max_size=pool_size,
+                open=False,
+                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            )
+            await pool.open()
+            try:
+                saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+                await saver.setup()
+                yield saver
+            finally:
+                await pool.close()
+            return
+    raise ValueError(
+        f"Checkpointer URL must start with sqlite:/// or postgresql:// (got {database_url.split(':', 1)[0]!r})"
+    )

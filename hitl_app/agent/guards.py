@@ -1,0 +1,123 @@
+"""Stop a model that re-proposes an action the reviewer already rejected in this turn (case C3).
+
+``RepeatedRejectionGuard`` is an ``AgentMiddleware`` with an ``after_model`` hook. It must run
+BEFORE ``HumanInTheLoopMiddleware.after_model`` so no approval card is raised for the repeat. In
+langchain 1.5.2 ``create_agent`` chains after_model hooks in REVERSE list order
+(``langchain/agents/factory.py``: ``model -> middleware_w_after_model[-1] -> ... -> [0]``), so list
+the guard AFTER the HITL middleware: ``middleware=[HumanInTheLoopMiddleware(...),
+RepeatedRejectionGuard()]``.
+
+A rejection is recognised by the ToolMessage HITL writes for a ``reject`` decision:
+``additional_kwargs == {"lc_source": "hitl_interrupt_decision", "lc_data": {"decision":
+"reject"}}`` (langchain 1.5.2, ``human_in_the_loop._answer_message``). The rejected call's name and
+args are read from the AIMessage that issued that tool call id (HITL keeps the model's call in the
+message). "This turn" means the messages after the last ``HumanMessage``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langgraph.runtime import Runtime
+
+from hitl_app.agent.demo_model import GUARD_SOURCE, HITL_SOURCE
+
+REPEAT_TEXT = (
+    "Not executed: the reviewer already rejected this exact action ({name} with the same "
+    "arguments) in this turn. Do not retry it unless the user explicitly asks for it."
+)
+SIBLING_TEXT = (
+    "Not executed: the turn was stopped because another call in the same step repeated an "
+    "action the reviewer had already rejected."
+)
+
+
+def call_signature(tool_call: dict[str, Any]) -> tuple[str, str]:
+    """``(name, canonical JSON of args)``: two calls are identical when these are equal."""
+    return tool_call.get("name", ""), json.dumps(
+        tool_call.get("args") or {}, sort_keys=True, default=str
+    )
+
+
+def rejected_in_turn(messages: list[Any]) -> set[tuple[str, str]]:
+    """Signatures of the calls a reviewer rejected since the last HumanMessage.
+
+    ``messages`` is the agent state's message list; the last message is not inspected as a
+    proposal (it is the one being checked).
+    """
+    start = 0
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            start = i
+            break
+    calls: dict[str, dict[str, Any]] = {}
+    rejected: set[tuple[str, str]] = set()
+    for m in messages[start:]:
+        if isinstance(m, AIMessage):
+            for tc in m.tool_calls:
+                calls[tc["id"]] = tc
+        elif isinstance(m, ToolMessage):
+            extra = m.additional_kwargs or {}
+            decision = (extra.get("lc_data") or {}).get("decision")
+            if extra.get("lc_source") == HITL_SOURCE and decision == "reject":
+                if (tc := calls.get(m.tool_call_id)) is not None:
+                    rejected.add(call_signature(tc))
+    return rejected
+
+
+class RepeatedRejectionGuard(AgentMiddleware):
+    """Ends the turn when the model re-proposes a call already rejected in this turn.
+
+    When the last AIMessage contains a tool call whose (name, args) equal a call rejected since
+    the last HumanMessage, the hook returns (and ``jump_to="end"``):
+
+    * one ``ToolMessage(status="error")`` per tool call of that AIMessage (pairing holds), with
+      ``additional_kwargs["lc_source"] == "hitl_repeat_guard"``: the repeat says it was not
+      executed because the reviewer already rejected it and must not be retried unless the user
+      asks; the others say the turn was stopped;
+    * an AIMessage telling the user the agent stopped and why.
+
+    Otherwise it returns None and the HITL middleware proceeds as usual.
+    """
+
+    @hook_config(can_jump_to=["end"])
+    def after_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        """See the class docstring. Returns a state update or None."""
+        messages = list(state["messages"])
+        if not messages or not isinstance(messages[-1], AIMessage) or not messages[-1].tool_calls:
+            return None
+        last: AIMessage = messages[-1]
+        rejected = rejected_in_turn(messages[:-1])
+        repeats = [tc for tc in last.tool_calls if call_signature(tc) in rejected]
+        if not repeats:
+            return None
+        answers = []
+        for tc in last.tool_calls:
+            is_repeat = call_signature(tc) in rejected
+            answers.append(
+                ToolMessage(
+                    content=REPEAT_TEXT.format(name=tc["name"]) if is_repeat else SIBLING_TEXT,
+                    name=tc["name"],
+                    tool_call_id=tc["id"],
+                    status="error",
+                    additional_kwargs={"lc_source": GUARD_SOURCE, "lc_data": {"repeat": is_repeat}},
+                )
+            )
+        names = ", ".join(dict.fromkeys(tc["name"] for tc in repeats))
+        notice = AIMessage(
+            content=(
+                f"I stopped here: I proposed {names} again with the same arguments after you "
+                "rejected it in this turn, so it was not executed and I will not retry it. "
+                "Tell me if you want it done anyway."
+            ),
+            additional_kwargs={"lc_source": GUARD_SOURCE},
+        )
+        return {"messages": [*answers, notice], "jump_to": "end"}
+
+    @hook_config(can_jump_to=["end"])
+    async def aafter_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        """Async variant of ``after_model`` (same logic, no I/O)."""
+        return self.after_model(state, runtime)

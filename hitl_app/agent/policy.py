@@ -1,0 +1,253 @@
+"""The review policy as data: which tool calls pause for a reviewer, and what they may decide.
+
+A ``PolicyRule`` names a tool, the decisions allowed (``approve``, ``edit``, ``reject``,
+``respond``), a description template filled from the call's args (``"Send an email to {to}"``)
+and an optional NAMED condition from ``CONDITIONS``. Tools without a rule never pause.
+
+``interrupt_on_from_policy`` turns rules into the ``interrupt_on`` mapping of LangChain's
+``HumanInTheLoopMiddleware`` (langchain 1.5.2): ``description`` is a callable
+``(tool_call, state, runtime) -> str`` and ``when`` a callable ``(ToolCallRequest) -> bool``
+(True = pause). ``when`` runs again when a run resumes (FINDINGS.md §1), so every condition here
+is a pure function of the call's arguments (and, for SQL, of the demo database schema).
+
+``load_policy_toml`` reads the same rules from a TOML file::
+
+    [tools.send_email]
+    allowed_decisions = ["approve", "reject"]
+    description = "Send an email to {to}"
+    condition = "outside_drafts"   # optional
+"""
+
+from __future__ import annotations
+
+import string
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from langchain.agents.middleware import InterruptOnConfig
+
+from hitl_app.agent.tools import is_read_only_sql
+
+DECISION_TYPES: tuple[str, ...] = ("approve", "edit", "reject", "respond")
+"""Decision types HumanInTheLoopMiddleware knows (langchain 1.5.2 ``DecisionType``)."""
+
+
+class PolicyError(ValueError):
+    """An invalid policy: the message names the file, the table/key and the reason."""
+
+
+@dataclass(frozen=True)
+class PolicyRule:
+    """One tool's review rule.
+
+    Attributes:
+        tool: tool name, e.g. ``"send_email"``.
+        allowed_decisions: non-empty subset of ``DECISION_TYPES``, in display order.
+        description: template filled with the call's args by ``str.format`` (plain ``{name}``
+            fields only); if it cannot be filled the card says ``"Tool <name>"``.
+        condition: a key of ``CONDITIONS``, or None to pause on every call.
+    """
+
+    tool: str
+    allowed_decisions: list[str]
+    description: str
+    condition: str | None = None
+
+
+# A condition factory gets the demo database path and returns a predicate on the call's args
+# (True = pause for review).
+ConditionFactory = Callable[[Path], Callable[[Mapping[str, Any]], bool]]
+
+
+def _outside_drafts(_db: Path) -> Callable[[Mapping[str, Any]], bool]:
+    """Pause unless ``args["path"]`` is a plain relative path under ``drafts/``."""
+
+    def predicate(args: Mapping[str, Any]) -> bool:
+        path = args.get("path")
+        if not isinstance(path, str) or "\\" in path or "\x00" in path:
+            return True
+        pure = PurePosixPath(path)
+        parts = [p for p in pure.parts if p != "."]
+        inside = (
+            not pure.is_absolute() and ".." not in parts and len(parts) >= 2 and parts[0] == "drafts"
+        )
+        return not inside
+
+    return predicate
+
+
+def _not_read_only_sql(db: Path) -> Callable[[Mapping[str, Any]], bool]:
+    """Pause unless ``args["query"]`` is one statement SQLite says only reads (``is_read_only_sql``)."""
+
+    def predicate(args: Mapping[str, Any]) -> bool:
+        query = args.get("query")
+        return not (isinstance(query, str) and is_read_only_sql(query, db))
+
+    return predicate
+
+
+CONDITIONS: dict[str, ConditionFactory] = {
+    "outside_drafts": _outside_drafts,
+    "not_read_only_sql": _not_read_only_sql,
+}
+"""Named conditions usable from ``PolicyRule.condition`` and the TOML file."""
+
+
+DEFAULT_POLICY: list[PolicyRule] = [
+    PolicyRule("send_email", ["approve", "edit", "reject"], "Send an email to {to}: {subject}"),
+    PolicyRule("write_file", ["approve", "edit", "reject"], "Write the file {path}", "outside_drafts"),
+    # edit is allowed on delete_file because case C5 edits a delete's path (notes/x -> notes/y).
+    PolicyRule("delete_file", ["approve", "edit", "reject"], "Delete the file {path}"),
+    PolicyRule("execute_sql", ["approve", "reject"], "Run SQL that changes data: {query}", "not_read_only_sql"),
+    PolicyRule("ask_user", ["respond"], "Question for you: {question}"),
+    PolicyRule("slow_task", ["approve", "reject"], "Wait {seconds} seconds"),
+]
+"""The built-in policy. ``read_data`` is not listed, so it never pauses."""
+
+
+def render_description(template: str, tool_name: str, args: Mapping[str, Any]) -> str:
+    """Fill ``template`` with ``args``; ``"Tool <tool_name>"`` if that fails (missing key, ...)."""
+    try:
+        return template.format(**dict(args))
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+        return f"Tool {tool_name}"
+
+
+def interrupt_on_from_policy(
+    rules: list[PolicyRule], demo_db_path: Path
+) -> dict[str, InterruptOnConfig]:
+    """Build HumanInTheLoopMiddleware's ``interrupt_on`` from ``rules``.
+
+    Returns ``{tool: {"allowed_decisions": [...], "description": callable, "when"?: callable}}``.
+    ``description`` has the middleware's signature ``(tool_call, state, runtime) -> str``;
+    ``when`` takes a ``ToolCallRequest`` and reads ``request.tool_call["args"]``.
+
+    Raises:
+        PolicyError: a rule is invalid (see ``validate_rule``).
+    """
+    result: dict[str, InterruptOnConfig] = {}
+    for rule in rules:
+        validate_rule(rule, source="policy")
+        config: InterruptOnConfig = {
+            "allowed_decisions": list(rule.allowed_decisions),  # type: ignore[typeddict-item]
+            "description": _describer(rule),
+        }
+        if rule.condition:
+            predicate = CONDITIONS[rule.condition](Path(demo_db_path))
+            config["when"] = _when(predicate)
+        result[rule.tool] = config
+    return result
+
+
+def _describer(rule: PolicyRule) -> Callable[[Any, Any, Any], str]:
+    def describe(tool_call: Any, state: Any, runtime: Any) -> str:
+        return render_description(rule.description, tool_call["name"], tool_call.get("args") or {})
+
+    return describe
+
+
+def _when(predicate: Callable[[Mapping[str, Any]], bool]) -> Callable[[Any], bool]:
+    def when(request: Any) -> bool:
+        return bool(predicate(request.tool_call.get("args") or {}))
+
+    return when
+
+
+def validate_rule(rule: PolicyRule, *, source: str) -> None:
+    """Check one rule; ``source`` prefixes the message (e.g. ``"policy.toml: [tools.x]"``).
+
+    Raises:
+        PolicyError: empty/unknown decisions, unknown condition, or a description template
+            with anything but plain ``{name}`` fields.
+    """
+    where = f"{source}: [tools.{rule.tool}]"
+    if not rule.tool or not isinstance(rule.tool, str):
+        raise PolicyError(f"{source}: a rule has no tool name")
+    if not isinstance(rule.allowed_decisions, list) or not rule.allowed_decisions:
+        raise PolicyError(f"{where} allowed_decisions: must be a non-empty list of {list(DECISION_TYPES)}")
+    for decision in rule.allowed_decisions:
+        if decision not in DECISION_TYPES:
+            raise PolicyError(
+                f"{where} allowed_decisions: unknown decision type {decision!r}; "
+                f"expected some of {list(DECISION_TYPES)}"
+            )
+    if rule.condition is not None and rule.condition not in CONDITIONS:
+        raise PolicyError(
+            f"{where} condition: unknown condition {rule.condition!r}; known: {sorted(CONDITIONS)}"
+        )
+    if not isinstance(rule.description, str):
+        raise PolicyError(f"{where} description: must be a string")
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(rule.description) if f is not None]
+    except ValueError as exc:
+        raise PolicyError(f"{where} description: bad template ({exc})") from exc
+    for name in fields:
+        if not name.isidentifier():
+            raise PolicyError(
+                f"{where} description: field {{{name}}} must be a plain argument name like {{to}}"
+            )
+
+
+_RULE_KEYS = {"allowed_decisions", "description", "condition"}
+
+
+def load_policy_toml(path: Path | str) -> list[PolicyRule]:
+    """Read rules from a TOML file (format in the module docstring).
+
+    Returns rules in file order; a missing ``description`` becomes ``"Run <tool>"``.
+
+    Raises:
+        PolicyError: unreadable file, TOML syntax error (tomllib's line/column kept), no
+            ``[tools]`` table, unknown keys, wrong types, empty or unknown decisions, unknown
+            condition. The message names the file and the table/key.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PolicyError(f"{path}: cannot read the policy file ({exc.strerror or exc})") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyError(f"{path}: invalid TOML: {exc}") from exc
+    tools = data.get("tools")
+    if not isinstance(tools, dict) or not tools:
+        raise PolicyError(f"{path}: expected a [tools.<name>] table for at least one tool")
+    extra_top = sorted(set(data) - {"tools"})
+    if extra_top:
+        raise PolicyError(f"{path}: unknown top-level key(s) {extra_top}; only [tools.*] is read")
+    rules: list[PolicyRule] = []
+    for tool, table in tools.items():
+        where = f"{path}: [tools.{tool}]"
+        if not isinstance(table, dict):
+            raise PolicyError(f"{where}: must be a table")
+        unknown = sorted(set(table) - _RULE_KEYS)
+        if unknown:
+            raise PolicyError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_RULE_KEYS)}")
+        decisions = table.get("allowed_decisions")
+        if not isinstance(decisions, list) or not all(isinstance(d, str) for d in decisions):
+            raise PolicyError(f"{where} allowed_decisions: must be a list of strings")
+        description = table.get("description", f"Run {tool}")
+        condition = table.get("condition")
+        if condition is not None and not isinstance(condition, str):
+            raise PolicyError(f"{where} condition: must be a string")
+        rule = PolicyRule(tool, list(decisions), description, condition)
+        validate_rule(rule, source=str(path))
+        rules.append(rule)
+    return rules
+
+
+def describe_policy(rules: list[PolicyRule]) -> list[dict[str, Any]]:
+    """Plain-data view of ``rules`` (for display/logging): one dict per rule."""
+    return [
+        {
+            "tool": r.tool,
+            "allowed_decisions": list(r.allowed_decisions),
+            "description": r.description,
+            "condition": r.condition,
+        }
+        for r in rules
+    ]
