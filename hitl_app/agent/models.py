@@ -43,7 +43,7 @@ def make_model(settings: Any) -> BaseChatModel:
             "install it or set HITL_MODEL=demo."
         ) from exc
     except Exception as exc:  # noqa: BLE001 - providers raise various types for bad config
-        reason = " ".join(str(exc).split())[:300]
+        reason = " ".join(str(exc).split())[:300].rstrip(". ")
         raise ModelConfigError(
             f"HITL_MODEL={spec!r} cannot be used: {reason}. Set HITL_MODEL=demo or a spec like "
             "'openai:gpt-4o-mini' (with its package and API key)."

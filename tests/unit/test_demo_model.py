@@ -186,3 +186,14 @@ def test_summary_one_sentence_per_call_in_call_order(model):
     text = _summary(model, [a, b], tms)
     assert text.index("alice@example.com") < text.index("bob@example.com")
     assert "The email to bob@example.com did not happen" in text
+
+
+def test_make_model_picks_demo_and_explains_bad_specs():
+    from types import SimpleNamespace
+
+    from hitl_app.agent.models import ModelConfigError, make_model
+
+    demo = make_model(SimpleNamespace(model="demo", demo_words_per_second=7))
+    assert isinstance(demo, DemoChatModel) and demo.words_per_second == 7
+    with pytest.raises(ModelConfigError, match="HITL_MODEL='nosuch:model'.*Set HITL_MODEL=demo"):
+        make_model(SimpleNamespace(model="nosuch:model", demo_words_per_second=7))
