@@ -102,8 +102,25 @@ async def test_respond_answers_ask_user_without_running_it(make_agent, workspace
     assert_pairing(await messages(graph, config))
 
 
-async def test_c5_parallel_batch_each_decision_lands_on_its_call(make_agent, workspace):
+def _policy_with_delete_edit():
+    """Case C5 edits a delete's path; issue 2's default policy allows approve/reject only there."""
+    from hitl_app.agent.policy import DEFAULT_POLICY, PolicyRule
+
+    return [
+        PolicyRule("delete_file", ["approve", "edit", "reject"], r.description, r.condition) if r.tool == "delete_file" else r
+        for r in DEFAULT_POLICY
+    ]
+
+
+async def test_default_policy_allows_only_approve_and_reject_on_delete(make_agent):
     graph, config = make_agent().graph, cfg()
+    first = await drive(graph, user("delete notes/x.txt"), config)
+    [intr] = first.interrupts
+    assert intr.value["review_configs"][0]["allowed_decisions"] == ["approve", "reject"]
+
+
+async def test_c5_parallel_batch_each_decision_lands_on_its_call(make_agent, workspace):
+    graph, config = make_agent(policy_rules=_policy_with_delete_edit()).graph, cfg()
     first = await drive(
         graph, user("email alice@example.com about a and email bob@example.com about b and delete notes/x.txt"), config
     )

@@ -1,0 +1,57 @@
+# hitl_app: `make run` serves the app on its embedded defaults; `make test` runs every test.
+# Nothing here downloads anything but packages from PyPI, npm and Debian.
+
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 3000
+BUN_VERSION := 1.4.4
+TOOLS := $(CURDIR)/.tools
+
+# Reflex, offline: no telemetry, no version check, bun from the npm registry (not its installer).
+export PATH := $(TOOLS)/node_modules/.bin:$(CURDIR)/$(VENV)/bin:$(PATH)
+export REFLEX_TELEMETRY_ENABLED := false
+export REFLEX_CHECK_LATEST_VERSION := false
+export REFLEX_USE_SYSTEM_BUN := true
+export NPM_CONFIG_REGISTRY ?= $(shell npm config get registry 2>/dev/null || echo https://registry.npmjs.org/)
+export PYTHONUNBUFFERED := 1
+
+.PHONY: run test setup setup-test bench bench-smoke clean
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
+	$(PY) -m pip install -q -r requirements-test.txt
+	touch $@
+
+$(TOOLS)/node_modules/.bin/bun:
+	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error bun@$(BUN_VERSION)
+
+setup: $(VENV)/.installed $(TOOLS)/node_modules/.bin/bun
+
+# Debian's Chromium for the end-to-end tests (Playwright never downloads a browser here).
+/usr/bin/chromium:
+	if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi
+
+setup-test: setup $(VENV)/.installed-test /usr/bin/chromium
+
+run: setup
+	$(VENV)/bin/reflex run --env prod --frontend-port $(PORT) --backend-port $(PORT)
+
+test: setup-test
+	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+
+bench: setup-test
+	$(PY) -m bench $(BENCH_ARGS)
+
+bench-smoke: setup-test
+	$(PY) -m bench --smoke
+
+clean:
+	rm -rf .web .states $(VENV) $(TOOLS)

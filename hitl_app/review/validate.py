@@ -1,0 +1,225 @@
+"""Validate a reviewer's submission against the pending interrupt before resuming.
+
+Why this exists: in batched mode a malformed resume value is saved as the task's RESUME write and
+replayed on every later resume, which leaves the thread unusable (../shared/reference/
+langgraph-hitl/FINDINGS.md §3, "a bad batched resume poisons the thread"). So nothing reaches
+``Command(resume=...)`` unless it passed every check here: interrupt id, count, order, allowed
+types, unchanged tool name, schema-valid arguments, respond message present.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from hitl_app.review.types import (
+    DECISION_TYPES,
+    MAX_EDIT_JSON_CHARS,
+    Decision,
+    EditDecision,
+    PendingReview,
+    decision_payload,
+)
+
+ArgsValidator = Callable[[dict[str, Any]], None]
+"""Checks edited tool arguments; raises ``ArgsError`` with a readable message when they do not fit."""
+
+_DECISION_ADAPTER: TypeAdapter = TypeAdapter(Decision)
+
+
+class ReviewError(ValueError):
+    """A submission was refused. Nothing was resumed; the review stays answerable.
+
+    Attributes:
+        message: plain words for the reviewer, saying what to do instead.
+        card_index: the action request the error belongs to, or ``None`` for the whole review.
+        code: a stable machine word: ``stale``, ``count``, ``not_allowed``, ``renamed``,
+            ``bad_args``, ``bad_json``, ``too_large``, ``missing_message``, ``malformed``.
+    """
+
+    def __init__(self, message: str, *, card_index: int | None = None, code: str = "malformed"):
+        super().__init__(message)
+        self.message = message
+        self.card_index = card_index
+        self.code = code
+
+
+class ArgsError(ValueError):
+    """Edited arguments do not fit the tool's argument schema (message names the field)."""
+
+
+def _describe(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def pydantic_args_validator(schema: type[BaseModel]) -> ArgsValidator:
+    """An ``ArgsValidator`` for a tool's pydantic args schema (``BaseTool.tool_call_schema``).
+
+    Unknown fields are refused (pydantic models ignore them by default, the tool would silently
+    drop them), as are wrong types (no coercion of numbers into strings) and missing fields.
+    """
+    known = set(schema.model_fields)
+
+    def check(args: dict[str, Any]) -> None:
+        unknown = sorted(set(args) - known)
+        if unknown:
+            raise ArgsError(
+                f"unknown field `{unknown[0]}` (this tool takes: {', '.join(sorted(known)) or 'no arguments'})"
+            )
+        try:
+            schema.model_validate(args, strict=False)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "arguments"
+            if err["type"] == "missing":
+                raise ArgsError(f"field `{field}` is required") from None
+            kind = {
+                "string_type": "a string",
+                "int_type": "a whole number",
+                "int_parsing": "a whole number",
+                "float_type": "a number",
+                "float_parsing": "a number",
+                "bool_type": "true or false",
+                "bool_parsing": "true or false",
+                "list_type": "a list",
+                "dict_type": "an object",
+            }.get(err["type"])
+            if kind:
+                raise ArgsError(f"field `{field}` must be {kind} (got {_describe(err.get('input'))})") from None
+            raise ArgsError(f"field `{field}`: {err['msg']}") from None
+
+    return check
+
+
+def parse_args_json(text: str) -> dict[str, Any]:
+    """Parse the edit editor's text into an arguments object.
+
+    Raises:
+        ReviewError: ``too_large`` over ``MAX_EDIT_JSON_CHARS`` characters, ``bad_json`` for
+            invalid JSON (with line and column) or JSON that is not an object.
+    """
+    if len(text) > MAX_EDIT_JSON_CHARS:
+        raise ReviewError(
+            f"The edited arguments are too large ({len(text):,} characters; the limit is "
+            f"{MAX_EDIT_JSON_CHARS:,}).",
+            code="too_large",
+        )
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ReviewError(
+            f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.", code="bad_json"
+        ) from None
+    if not isinstance(value, dict):
+        raise ReviewError("The arguments must be a JSON object, like {\"to\": \"...\"}.", code="bad_json")
+    return value
+
+
+def validate_edit_args(
+    review: PendingReview, index: int, args: dict[str, Any], validators: Mapping[str, ArgsValidator]
+) -> None:
+    """Check one card's edited ``args`` against its tool's schema (if the tool is known).
+
+    Raises ReviewError(code="bad_args") naming the card's tool and the field.
+    """
+    name = review.action_requests[index].name
+    validator = validators.get(name)
+    if validator is None:
+        return
+    try:
+        validator(args)
+    except ArgsError as exc:
+        raise ReviewError(f"Edit refused for {name}: {exc}.", card_index=index, code="bad_args") from None
+
+
+def validate_submission(
+    review: PendingReview | None,
+    interrupt_id: Any,
+    raw_decisions: Any,
+    validators: Mapping[str, ArgsValidator],
+) -> list[dict[str, Any]]:
+    """Check a submission and return the ``decisions`` list to resume with.
+
+    Args:
+        review: the pending review as read from the checkpoint (``None`` if nothing is pending).
+        interrupt_id: the interrupt id the submission claims to answer.
+        raw_decisions: untrusted data from the browser: a list of decision dicts.
+        validators: tool name -> args validator, for edits.
+
+    Returns:
+        ``[{"type": "approve"}, {"type": "edit", "edited_action": {...}}, ...]`` in the review's order.
+
+    Raises:
+        ReviewError: the first problem found, with the card index where it applies.
+    """
+    if review is None:
+        raise ReviewError("This review is no longer pending: it was already decided.", code="stale")
+    if not isinstance(interrupt_id, str) or interrupt_id != review.interrupt_id:
+        raise ReviewError(
+            "This review was already decided (or replaced); the cards now show the thread's real state.",
+            code="stale",
+        )
+    if not isinstance(raw_decisions, list):
+        raise ReviewError("Decisions must be a list, one per card.", code="malformed")
+    expected = len(review.action_requests)
+    if len(raw_decisions) != expected:
+        raise ReviewError(
+            f"Decide every card before submitting: {len(raw_decisions)} of {expected} decided.",
+            code="count",
+        )
+    out: list[dict[str, Any]] = []
+    for index, (raw, action, config) in enumerate(
+        zip(raw_decisions, review.action_requests, review.review_configs, strict=True)
+    ):
+        kind = raw.get("type") if isinstance(raw, dict) else None
+        if kind not in DECISION_TYPES:
+            raise ReviewError(
+                f"Card {index + 1} ({action.name}) has no valid decision (got {_describe(kind)}).",
+                card_index=index,
+                code="malformed",
+            )
+        if kind not in config.allowed_decisions:
+            raise ReviewError(
+                f"{kind.capitalize()} is not allowed for {action.name}; allowed: "
+                f"{', '.join(config.allowed_decisions)}.",
+                card_index=index,
+                code="not_allowed",
+            )
+        try:
+            decision = _DECISION_ADAPTER.validate_python(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            if kind == "respond" and "message" in err["loc"]:
+                raise ReviewError(
+                    f"Write an answer for {action.name} before submitting.",
+                    card_index=index,
+                    code="missing_message",
+                ) from None
+            where = ".".join(str(p) for p in err["loc"][1:]) or "decision"
+            raise ReviewError(
+                f"Card {index + 1} ({action.name}): `{where}` {err['msg'].lower()}.",
+                card_index=index,
+                code="malformed",
+            ) from None
+        if isinstance(decision, EditDecision):
+            if decision.edited_action.name != action.name:
+                raise ReviewError(
+                    f"An edit cannot change the tool: this card is {action.name}, not "
+                    f"{decision.edited_action.name}.",
+                    card_index=index,
+                    code="renamed",
+                )
+            if len(json.dumps(decision.edited_action.args)) > MAX_EDIT_JSON_CHARS:
+                raise ReviewError(
+                    f"The edited arguments for {action.name} are too large (limit "
+                    f"{MAX_EDIT_JSON_CHARS:,} characters).",
+                    card_index=index,
+                    code="too_large",
+                )
+            validate_edit_args(review, index, decision.edited_action.args, validators)
+        out.append(decision_payload(decision))
+    return out

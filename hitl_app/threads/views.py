@@ -1,0 +1,201 @@
+"""Read a thread from its checkpoint: message views, the pending review, the run status.
+
+These are the small typed views the UI renders (habit 5 of ../shared/style.md: table and graph
+objects are not handed to the UI). Reading never runs the graph.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from pydantic import BaseModel
+
+from hitl_app.review.types import ActionRequest, PendingReview, ReviewConfig
+
+Outcome = Literal["executed", "edited", "rejected", "answered", "error", "stopped"]
+ThreadStatus = Literal["idle", "review", "incomplete", "failed"]
+
+_EDIT_RE = re.compile(r"Executed instead: (?P<name>[\w.-]+) with arguments (?P<args>\{.*?\})\.", re.S)
+_EDIT_NOTICE_START = "Note: a human reviewer replaced this tool call"
+
+
+class ToolCallView(BaseModel):
+    """A tool call the assistant proposed: ``id``, ``name`` and ``args``."""
+
+    id: str
+    name: str
+    args: dict[str, Any]
+
+
+class MessageView(BaseModel):
+    """One message as the UI shows it.
+
+    ``role`` is ``user``, ``assistant`` or ``tool``. Tool messages carry the tool ``name``, the
+    ``tool_call_id`` they answer, the ``outcome`` and the arguments the tool ran with
+    (``args``: the edited ones after an edit). ``result`` is the tool's output without the edit
+    notice.
+    """
+
+    key: str
+    role: Literal["user", "assistant", "tool"]
+    text: str
+    tool_calls: list[ToolCallView] = []
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+    outcome: Outcome | None = None
+    args: dict[str, Any] | None = None
+    result: str | None = None
+
+
+class ThreadView(BaseModel):
+    """A thread as loaded from its checkpoint.
+
+    ``status``: ``review`` (a review is pending), ``incomplete`` (the last run stopped before it
+    finished: Continue re-runs from the checkpoint), ``failed`` (the last run raised: ``error``
+    says why), or ``idle``.
+    """
+
+    thread_id: str
+    messages: list[MessageView]
+    pending: PendingReview | None
+    status: ThreadStatus
+    error: str | None = None
+    checkpoint_id: str | None = None
+
+
+def _tool_outcome(msg: ToolMessage) -> tuple[Outcome, dict[str, Any] | None, str]:
+    """(outcome, executed args if edited, result text) of a ToolMessage.
+
+    Source for the shapes: FINDINGS.md §3 and langchain's human_in_the_loop.py (1.5.2): reject and
+    respond messages carry ``additional_kwargs["lc_source"] == "hitl_interrupt_decision"``; an edited
+    call's result starts with the edit notice naming the executed arguments.
+    """
+    text = msg.text
+    decision = None
+    if msg.additional_kwargs.get("lc_source") == "hitl_interrupt_decision":
+        decision = (msg.additional_kwargs.get("lc_data") or {}).get("decision")
+    if decision == "reject":
+        return "rejected", None, text
+    if decision == "respond":
+        return "answered", None, text
+    if text.startswith(_EDIT_NOTICE_START):
+        match = _EDIT_RE.search(text)
+        args = None
+        if match:
+            try:
+                args = json.loads(match["args"])
+            except json.JSONDecodeError:
+                args = None
+        result = text.split("Tool response:\n", 1)[1] if "Tool response:\n" in text else text
+        status: Outcome = "error" if msg.status == "error" else "edited"
+        return status, args, result
+    if msg.status == "error":
+        return "error", None, text
+    return "executed", None, text
+
+
+def message_views(messages: list[BaseMessage]) -> list[MessageView]:
+    """Map checkpointed messages to views (system messages are skipped).
+
+    Text is read with ``message.text``, which works for both string content and v3 content
+    blocks (FINDINGS.md §4 pitfall).
+    """
+    calls: dict[str, ToolCallView] = {}
+    out: list[MessageView] = []
+    for i, m in enumerate(messages):
+        key = m.id or f"m{i}"
+        if isinstance(m, HumanMessage):
+            out.append(MessageView(key=key, role="user", text=m.text))
+        elif isinstance(m, AIMessage):
+            tcs = [ToolCallView(id=tc.get("id") or "", name=tc["name"], args=tc.get("args") or {}) for tc in m.tool_calls]
+            for tc in tcs:
+                calls[tc.id] = tc
+            out.append(MessageView(key=key, role="assistant", text=m.text, tool_calls=tcs))
+        elif isinstance(m, ToolMessage):
+            outcome, edited_args, result = _tool_outcome(m)
+            call = calls.get(m.tool_call_id)
+            args = edited_args if edited_args is not None else (call.args if call else None)
+            out.append(
+                MessageView(
+                    key=key,
+                    role="tool",
+                    text=result,
+                    tool_name=m.name or (call.name if call else "tool"),
+                    tool_call_id=m.tool_call_id,
+                    outcome=outcome,
+                    args=args,
+                    result=result,
+                )
+            )
+    return out
+
+
+def pending_review_from_interrupts(
+    thread_id: str, interrupts: Any, messages: list[BaseMessage], checkpoint_id: str | None = None
+) -> PendingReview | None:
+    """Build the pending review from a snapshot's interrupts (the first HITL-shaped one).
+
+    The tool call id of each action request is matched, in order, against the last assistant
+    message's tool calls with the same name and arguments (auto-approved calls are skipped).
+    Returns ``None`` when nothing is pending or the interrupt is not a HITL request.
+    """
+    for intr in interrupts or ():
+        value = getattr(intr, "value", None)
+        if not isinstance(value, dict) or "action_requests" not in value:
+            continue
+        actions = tuple(
+            ActionRequest(name=a["name"], args=dict(a.get("args") or {}), description=a.get("description") or "")
+            for a in value["action_requests"]
+        )
+        configs = tuple(
+            ReviewConfig(action_name=c["action_name"], allowed_decisions=tuple(c["allowed_decisions"]))
+            for c in value.get("review_configs", [])
+        )
+        last_ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
+        remaining = list(last_ai.tool_calls) if last_ai else []
+        ids: list[str | None] = []
+        for action in actions:
+            found = None
+            for j, tc in enumerate(remaining):
+                if tc["name"] == action.name and (tc.get("args") or {}) == action.args:
+                    found = tc.get("id")
+                    del remaining[: j + 1]
+                    break
+            ids.append(found)
+        return PendingReview(
+            thread_id=thread_id,
+            interrupt_id=intr.id,
+            action_requests=actions,
+            review_configs=configs,
+            tool_call_ids=tuple(ids),
+            checkpoint_id=checkpoint_id,
+        )
+    return None
+
+
+def thread_view_from_snapshot(thread_id: str, snapshot: Any) -> ThreadView:
+    """Build a ``ThreadView`` from ``await graph.aget_state(config)``'s StateSnapshot."""
+    values = snapshot.values if isinstance(getattr(snapshot, "values", None), dict) else {}
+    messages: list[BaseMessage] = list(values.get("messages", []))
+    checkpoint_id = (snapshot.config or {}).get("configurable", {}).get("checkpoint_id") if snapshot.config else None
+    pending = pending_review_from_interrupts(thread_id, snapshot.interrupts, messages, checkpoint_id)
+    error = next((str(t.error) for t in (snapshot.tasks or ()) if getattr(t, "error", None)), None)
+    if pending is not None:
+        status: ThreadStatus = "review"
+    elif error:
+        status = "failed"
+    elif snapshot.next:
+        status = "incomplete"
+    else:
+        status = "idle"
+    return ThreadView(
+        thread_id=thread_id,
+        messages=message_views(messages),
+        pending=pending,
+        status=status,
+        error=error,
+        checkpoint_id=checkpoint_id,
+    )

@@ -1,0 +1,139 @@
+"""The thread column: messages, the live streamed reply, notices, the review and the composer."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from hitl_app.review.types import MAX_MESSAGE_CHARS
+from hitl_app.ui import theme
+from hitl_app.ui.components.approval_card import review_panel
+from hitl_app.ui.components.message import message
+from hitl_app.ui.state import ChatState
+
+
+def streaming_bubble() -> rx.Component:
+    """The reply being streamed: plain text (markdown is rendered once the message settles)."""
+    return rx.cond(
+        ChatState.streaming,
+        rx.box(
+            rx.foreach(ChatState.stream_chunks, lambda chunk: rx.text.span(chunk)),
+            rx.text.span(ChatState.stream_tail),
+            rx.cond(
+                (ChatState.stream_tail == "") & (ChatState.stream_chunks.length() == 0),
+                rx.hstack(rx.spinner(size="1"), rx.text("Thinking…", size="2", color=theme.MUTED), align="center"),
+            ),
+            custom_attrs={"data-testid": "streaming-message", "data-role": "assistant"},
+            background=theme.BUBBLE_ASSISTANT_BG,
+            padding="8px 14px",
+            border_radius=theme.RADIUS,
+            max_width="85%",
+            align_self="flex-start",
+            white_space="pre-wrap",
+            style={"overflowWrap": "anywhere"},
+        ),
+    )
+
+
+def notices() -> rx.Component:
+    """Run errors (with Retry) and notices (with Continue)."""
+    return rx.fragment(
+        rx.cond(
+            ChatState.run_error != "",
+            rx.callout(
+                rx.hstack(
+                    rx.text(ChatState.run_error, data_testid="run-error-text"),
+                    rx.cond(ChatState.can_continue, rx.button("Retry", size="1", on_click=ChatState.continue_run, data_testid="retry-button")),
+                    align="center",
+                    spacing="3",
+                    wrap="wrap",
+                ),
+                icon="triangle-alert",
+                color_scheme="red",
+                width="100%",
+                data_testid="run-error",
+            ),
+        ),
+        rx.cond(
+            (ChatState.notice != "") & (ChatState.run_error == ""),
+            rx.callout(
+                rx.hstack(
+                    rx.text(ChatState.notice),
+                    rx.cond(ChatState.can_continue, rx.button("Continue", size="1", variant="soft", on_click=ChatState.continue_run, data_testid="continue-button")),
+                    align="center",
+                    spacing="3",
+                    wrap="wrap",
+                ),
+                icon="info",
+                width="100%",
+                data_testid="run-notice",
+            ),
+        ),
+    )
+
+
+def composer() -> rx.Component:
+    """The message box: Enter sends, Shift+Enter adds a line; locked (with the reason) while busy."""
+    return rx.vstack(
+        rx.cond(ChatState.lock_reason != "", rx.text(ChatState.lock_reason, size="2", color=theme.MUTED, data_testid="composer-lock-reason")),
+        rx.form(
+            rx.hstack(
+                rx.text_area(
+                    name="text",
+                    placeholder="Message the agent…  (try: email alice@example.com about the report: it is ready)",
+                    enter_key_submit=True,
+                    auto_height=True,
+                    rows="1",
+                    max_length=MAX_MESSAGE_CHARS * 5,
+                    disabled=ChatState.composer_locked,
+                    width="100%",
+                    data_testid="composer-input",
+                    style={"maxHeight": "200px"},
+                ),
+                rx.cond(
+                    ChatState.streaming,
+                    rx.button(rx.icon("square", size=14), "Stop", type="button", color_scheme="red", variant="soft", on_click=ChatState.stop, data_testid="stop-button"),
+                    rx.button(rx.icon("send", size=14), "Send", type="submit", disabled=ChatState.composer_locked, data_testid="send-button"),
+                ),
+                width="100%",
+                align="end",
+            ),
+            on_submit=ChatState.send,
+            reset_on_submit=True,
+            width="100%",
+        ),
+        rx.cond(ChatState.composer_error != "", rx.text(ChatState.composer_error, color=theme.ERROR_COLOR, size="2", data_testid="composer-error")),
+        width="100%",
+        spacing="1",
+    )
+
+
+def thread_column() -> rx.Component:
+    """Messages, stream, notices, review and composer, in reading order."""
+    return rx.vstack(
+        rx.cond(
+            ChatState.load_error != "",
+            rx.callout(ChatState.load_error, icon="ban", color_scheme="red", width="100%", data_testid="load-error"),
+        ),
+        rx.cond(
+            (ChatState.messages.length() == 0) & ~ChatState.streaming & (ChatState.load_error == ""),
+            rx.box(
+                rx.heading("Talk to the agent; you decide what it does.", size="4"),
+                rx.text(
+                    "Actions that need a human (sending mail, deleting files, writing data) pause for your review.",
+                    color=theme.MUTED,
+                    size="2",
+                ),
+                rx.text("Try: ", rx.code("email alice@example.com about the report: it is ready"), size="2"),
+                padding="24px 0",
+                data_testid="empty-thread",
+            ),
+        ),
+        rx.foreach(ChatState.messages, message),
+        streaming_bubble(),
+        notices(),
+        review_panel(),
+        spacing="3",
+        width="100%",
+        align="stretch",
+        data_testid="thread",
+    )

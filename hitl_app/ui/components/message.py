@@ -1,0 +1,80 @@
+"""Chat bubbles and compact, expandable tool rows."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from hitl_app.ui import theme
+from hitl_app.ui.rows import MessageRow
+
+
+def _outcome_badge(outcome: rx.Var[str]) -> rx.Component:
+    return rx.badge(
+        outcome,
+        color_scheme=rx.match(
+            outcome,
+            ("executed", "green"),
+            ("edited", "blue"),
+            ("rejected", "red"),
+            ("answered", "violet"),
+            ("error", "red"),
+            "gray",
+        ),
+        variant="soft",
+        data_testid="tool-outcome",
+    )
+
+
+def tool_row(msg: MessageRow) -> rx.Component:
+    """A tool call's result: name + outcome on one line, arguments and result when expanded."""
+    return rx.el.details(
+        rx.el.summary(
+            rx.hstack(
+                rx.icon("wrench", size=14, color=theme.MUTED),
+                rx.code(msg.tool_name, variant="ghost"),
+                _outcome_badge(msg.outcome),
+                rx.cond(msg.audit != "", rx.text(msg.audit, size="1", color=theme.MUTED, data_testid="audit-line")),
+                spacing="2",
+                align="center",
+                wrap="wrap",
+            ),
+            style={"cursor": "pointer", "listStyle": "none"},
+        ),
+        rx.vstack(
+            rx.cond(
+                msg.args_json != "",
+                rx.box(rx.text("Arguments", size="1", color=theme.MUTED), rx.code_block(msg.args_json, language="json", wrap_long_lines=True), width="100%"),
+            ),
+            rx.text("Result", size="1", color=theme.MUTED),
+            rx.box(rx.text(msg.result, size="2", white_space="pre-wrap", style={"wordBreak": "break-word"}), width="100%"),
+            spacing="1",
+            padding_top="6px",
+            width="100%",
+        ),
+        custom_attrs={"data-testid": "message", "data-role": "tool", "data-outcome": msg.outcome},
+        style={"border": "1px solid var(--gray-5)", "borderRadius": "8px", "padding": "6px 10px", "width": "100%", "background": "var(--gray-1)"},
+    )
+
+
+def bubble(msg: MessageRow) -> rx.Component:
+    """A user or assistant message; assistant text is markdown with raw HTML disabled (no XSS)."""
+    is_user = msg.role == "user"
+    return rx.box(
+        rx.cond(
+            is_user,
+            rx.text(msg.text, white_space="pre-wrap", style={"wordBreak": "break-word"}),
+            rx.markdown(msg.text, use_raw=False),
+        ),
+        custom_attrs={"data-testid": "message", "data-role": msg.role},
+        background=rx.cond(is_user, theme.BUBBLE_USER_BG, theme.BUBBLE_ASSISTANT_BG),
+        padding="8px 14px",
+        border_radius=theme.RADIUS,
+        max_width="85%",
+        align_self=rx.cond(is_user, "flex-end", "flex-start"),
+        style={"overflowWrap": "anywhere"},
+    )
+
+
+def message(msg: MessageRow) -> rx.Component:
+    """Render one row of the thread."""
+    return rx.cond(msg.role == "tool", tool_row(msg), bubble(msg))

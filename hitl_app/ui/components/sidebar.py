@@ -1,0 +1,136 @@
+"""The sidebar (threads) and the workspace panel (what the tools did)."""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from hitl_app.ui import theme
+from hitl_app.ui.rows import ThreadRow
+from hitl_app.ui.state import ChatState, SessionState, ThreadListState
+from hitl_app.ui.workspace_state import WorkspaceState
+
+
+def _thread_link(row: ThreadRow) -> rx.Component:
+    active = ChatState.tid == row.thread_id
+    return rx.link(
+        rx.hstack(
+            rx.vstack(
+                rx.text(row.title, size="2", weight=rx.cond(active, "bold", "regular"), trim="both", style={"overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap", "maxWidth": "190px"}),
+                rx.text(row.when, size="1", color=theme.MUTED),
+                spacing="0",
+            ),
+            rx.spacer(),
+            rx.cond(row.pending, rx.badge("review", color_scheme="amber", data_testid="pending-badge")),
+            align="center",
+            width="100%",
+        ),
+        href="/thread/" + row.thread_id,
+        underline="none",
+        color_scheme="gray",
+        high_contrast=True,
+        data_testid="thread-link",
+        custom_attrs={"data-thread-id": row.thread_id},
+        style={"display": "block", "padding": "6px 8px", "borderRadius": "8px", "background": rx.cond(active, "var(--gray-4)", "transparent")},
+    )
+
+
+def sidebar() -> rx.Component:
+    """New chat button and this browser's threads, newest first."""
+    return rx.vstack(
+        rx.hstack(rx.icon("shield-check", color="var(--indigo-11)"), rx.heading("hitl_app", size="4"), align="center"),
+        rx.button(rx.icon("plus", size=14), "New chat", on_click=ThreadListState.new_thread, width="100%", data_testid="new-thread"),
+        rx.scroll_area(rx.vstack(rx.foreach(ThreadListState.threads, _thread_link), spacing="1", width="100%"), type="auto", style={"flex": "1"}),
+        rx.hstack(
+            rx.link("Audit", href="/audit", size="2", data_testid="audit-link"),
+            rx.link("Workspace", on_click=WorkspaceState.toggle, size="2", data_testid="workspace-toggle", style={"cursor": "pointer"}),
+            spacing="4",
+        ),
+        width=theme.SIDEBAR_WIDTH,
+        min_width=theme.SIDEBAR_WIDTH,
+        height="100vh",
+        padding="16px 12px",
+        border_right="1px solid var(--gray-5)",
+        spacing="3",
+        display=["none", "none", "flex"],
+        background="var(--gray-1)",
+    )
+
+
+def reviewer_box() -> rx.Component:
+    """Header control: the reviewer name recorded with each decision."""
+    return rx.popover.root(
+        rx.popover.trigger(
+            rx.button(rx.icon("user", size=14), SessionState.reviewer_label, variant="ghost", size="2", data_testid="reviewer-name"),
+        ),
+        rx.popover.content(
+            rx.form(
+                rx.vstack(
+                    rx.text("Your name, recorded with each decision:", size="2"),
+                    rx.input(name="reviewer", default_value=SessionState.reviewer, max_length=40, data_testid="reviewer-input"),
+                    rx.popover.close(rx.button("Save", type="submit", size="1", data_testid="reviewer-save")),
+                    spacing="2",
+                ),
+                on_submit=SessionState.save_reviewer,
+            ),
+        ),
+    )
+
+
+def workspace_panel() -> rx.Component:
+    """Outbox, files and records: a person can check what really happened."""
+    return rx.cond(
+        WorkspaceState.open,
+        rx.vstack(
+            rx.hstack(rx.heading("Workspace", size="3"), rx.spacer(), rx.icon_button(rx.icon("refresh-cw", size=14), variant="ghost", on_click=WorkspaceState.refresh, data_testid="workspace-refresh"), rx.icon_button(rx.icon("x", size=14), variant="ghost", on_click=WorkspaceState.toggle), width="100%"),
+            rx.tabs.root(
+                rx.tabs.list(rx.tabs.trigger("Outbox", value="outbox"), rx.tabs.trigger("Files", value="files"), rx.tabs.trigger("Records", value="records")),
+                rx.tabs.content(
+                    rx.vstack(
+                        rx.cond(WorkspaceState.mails.length() == 0, rx.text("No mail sent yet.", size="2", color=theme.MUTED)),
+                        rx.foreach(
+                            WorkspaceState.mails,
+                            lambda m: rx.box(
+                                rx.text("To: ", rx.text.strong(m.recipient), size="2"),
+                                rx.text(m.subject, size="2", weight="medium"),
+                                rx.text(m.body, size="1", color=theme.MUTED, white_space="pre-wrap"),
+                                rx.text(m.sent_at, size="1", color=theme.MUTED),
+                                custom_attrs={"data-testid": "outbox-mail", "data-to": m.recipient},
+                                padding="6px 0",
+                                border_bottom="1px solid var(--gray-4)",
+                                width="100%",
+                            ),
+                        ),
+                        width="100%",
+                        padding_top="8px",
+                    ),
+                    value="outbox",
+                ),
+                rx.tabs.content(
+                    rx.vstack(
+                        rx.foreach(WorkspaceState.file_rows, lambda f: rx.hstack(rx.code(f.path, variant="ghost"), rx.spacer(), rx.text(f.size.to_string() + " B", size="1", color=theme.MUTED), width="100%", custom_attrs={"data-testid": "workspace-file", "data-path": f.path})),
+                        width="100%",
+                        padding_top="8px",
+                    ),
+                    value="files",
+                ),
+                rx.tabs.content(
+                    rx.table.root(
+                        rx.table.header(rx.table.row(rx.foreach(WorkspaceState.record_columns, lambda c: rx.table.column_header_cell(c)))),
+                        rx.table.body(rx.foreach(WorkspaceState.record_rows, lambda r: rx.table.row(rx.foreach(r, lambda v: rx.table.cell(v))))),
+                        size="1",
+                    ),
+                    value="records",
+                ),
+                default_value="outbox",
+                width="100%",
+            ),
+            width=["100%", "100%", "340px"],
+            min_width=["auto", "auto", "340px"],
+            height="100vh",
+            overflow_y="auto",
+            padding="16px",
+            border_left="1px solid var(--gray-5)",
+            data_testid="workspace-panel",
+            background="var(--gray-1)",
+        ),
+    )

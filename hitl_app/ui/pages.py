@@ -1,0 +1,69 @@
+"""Pages: ``/`` (opens a new thread), ``/thread/[thread_id]`` (the chat)."""
+
+from __future__ import annotations
+
+import uuid
+
+import reflex as rx
+
+from hitl_app.ui import theme
+from hitl_app.ui.components.chat import composer, thread_column
+from hitl_app.ui.components.sidebar import reviewer_box, sidebar, workspace_panel
+from hitl_app.ui.state import ChatState, ThreadListState
+
+
+class IndexState(rx.State):
+    """``/`` has no content of its own: it opens a fresh thread."""
+
+    @rx.event
+    def open_new_thread(self):
+        """Redirect to a new thread URL."""
+        return rx.redirect(f"/thread/{uuid.uuid4()}", replace=True)
+
+
+def index() -> rx.Component:
+    """Shown for an instant before the redirect."""
+    return rx.center(rx.spinner(), height="100vh")
+
+
+def header() -> rx.Component:
+    """Top bar of the chat column: mobile New chat, status, the reviewer's name."""
+    return rx.hstack(
+        rx.icon_button(rx.icon("plus", size=16), variant="ghost", on_click=ThreadListState.new_thread, display=["flex", "flex", "none"], aria_label="New chat"),
+        rx.text("Chat", weight="bold", size="3"),
+        rx.cond(ChatState.streaming, rx.badge("running", color_scheme="blue", data_testid="run-status")),
+        rx.cond(ChatState.status == "review", rx.badge("review pending", color_scheme="amber")),
+        rx.spacer(),
+        reviewer_box(),
+        width="100%",
+        align="center",
+        padding="10px 16px",
+        border_bottom="1px solid var(--gray-5)",
+    )
+
+
+def thread_page() -> rx.Component:
+    """The chat: sidebar, the thread with its review and composer, the workspace panel."""
+    return rx.hstack(
+        sidebar(),
+        rx.vstack(
+            header(),
+            rx.box(
+                rx.box(thread_column(), max_width=theme.CONTENT_MAX_WIDTH, margin="0 auto", padding="16px"),
+                flex="1",
+                overflow_y="auto",
+                width="100%",
+                id="thread-scroll",
+            ),
+            rx.box(rx.box(composer(), max_width=theme.CONTENT_MAX_WIDTH, margin="0 auto"), padding="10px 16px 14px", border_top="1px solid var(--gray-5)", width="100%"),
+            flex="1",
+            height="100vh",
+            spacing="0",
+            min_width="0",
+        ),
+        workspace_panel(),
+        spacing="0",
+        width="100%",
+        height="100vh",
+        overflow="hidden",
+    )

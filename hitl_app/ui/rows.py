@@ -1,0 +1,155 @@
+"""Small typed rows the UI renders (built from threads/ and review/ views; never table models)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from hitl_app.review.types import PendingReview
+from hitl_app.threads.service import AuditEntry
+from hitl_app.threads.views import MessageView
+
+
+@dataclass
+class MessageRow:
+    """One bubble or tool row. ``role``: user, assistant or tool; ``outcome`` for tool rows."""
+
+    key: str
+    role: str
+    text: str
+    tool_name: str = ""
+    outcome: str = ""
+    args_json: str = ""
+    result: str = ""
+    audit: str = ""
+
+
+@dataclass
+class ArgRow:
+    """One argument on a card: ``key``, its JSON ``value`` and the JSON ``type_name``."""
+
+    key: str
+    value: str
+    type_name: str
+
+
+@dataclass
+class CardRow:
+    """One approval card. ``choice`` is the decision picked so far ("" when undecided)."""
+
+    index: int
+    tool_name: str
+    description: str
+    args: list[ArgRow] = field(default_factory=list)
+    args_json: str = ""
+    allowed: list[str] = field(default_factory=list)
+    choice: str = ""
+    editing: bool = False
+    edit_error: str = ""
+    error: str = ""
+    reason: str = ""
+    answer: str = ""
+
+
+@dataclass
+class ThreadRow:
+    """A sidebar entry."""
+
+    thread_id: str
+    title: str
+    when: str
+    pending: bool
+
+
+def json_type(value: Any) -> str:
+    """The JSON type name of ``value``: string, number, boolean, null, list or object."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "list"
+    return "object"
+
+
+def pretty(value: Any) -> str:
+    """Indented JSON for display (non-ASCII kept)."""
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+def humanize_wait(seconds: float) -> str:
+    """``"12 s"``, ``"3 min"``, ``"2 h"``."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def audit_line(entry: AuditEntry) -> str:
+    """E.g. ``"edited by Dana, 14:03 UTC, waited 2 min"``."""
+    verb = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "answered"}.get(
+        entry.decision_type, entry.decision_type
+    )
+    at = entry.decided_at if entry.decided_at.tzinfo else entry.decided_at.replace(tzinfo=UTC)
+    return f"{verb} by {entry.reviewer}, {at:%H:%M} UTC, waited {humanize_wait(entry.waited_seconds)}"
+
+
+def message_rows(views: list[MessageView], audit: dict[str, AuditEntry]) -> list[MessageRow]:
+    """Rows for the chat: user/assistant bubbles and compact tool rows with their outcome."""
+    rows: list[MessageRow] = []
+    for v in views:
+        if v.role == "tool":
+            entry = audit.get(v.tool_call_id or "")
+            rows.append(
+                MessageRow(
+                    key=v.key,
+                    role="tool",
+                    text=v.text,
+                    tool_name=v.tool_name or "tool",
+                    outcome=v.outcome or "executed",
+                    args_json=pretty(v.args) if v.args is not None else "",
+                    result=v.result or "",
+                    audit=audit_line(entry) if entry else "",
+                )
+            )
+        elif v.text.strip() or v.role == "user":
+            rows.append(MessageRow(key=v.key, role=v.role, text=v.text))
+    return rows
+
+
+def card_rows(review: PendingReview | None) -> list[CardRow]:
+    """One card per action request of the pending review (empty when nothing is pending)."""
+    if review is None:
+        return []
+    return [
+        CardRow(
+            index=i,
+            tool_name=action.name,
+            description=action.description,
+            args=[ArgRow(key=k, value=json.dumps(v, ensure_ascii=False), type_name=json_type(v)) for k, v in action.args.items()],
+            args_json=pretty(action.args),
+            allowed=list(config.allowed_decisions),
+        )
+        for i, (action, config) in enumerate(zip(review.action_requests, review.review_configs, strict=True))
+    ]
+
+
+def relative_time(when: datetime, now: datetime | None = None) -> str:
+    """``"just now"``, ``"5 min ago"``, ``"3 h ago"``, or the date."""
+    now = now or datetime.now(UTC)
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    delta = (now - when).total_seconds()
+    if delta < 60:
+        return "just now"
+    if delta < 3600:
+        return f"{delta / 60:.0f} min ago"
+    if delta < 86400:
+        return f"{delta / 3600:.0f} h ago"
+    return f"{when:%Y-%m-%d}"

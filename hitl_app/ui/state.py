@@ -1,0 +1,454 @@
+"""Reflex state, split by concern (habit 7 of ../shared/style.md).
+
+``SessionState``: who this browser is (a random id kept in localStorage, used as the thread
+owner) and the reviewer's display name. ``ChatState``: the open thread, its committed messages and
+the live streamed text. ``ReviewState``: the approval cards of the pending review.
+``ThreadListState``: the sidebar. Handlers call ``hitl_app.threads``; no graph or SQL logic here.
+Every handler argument comes from the browser and is checked before use.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from typing import Any
+
+import reflex as rx
+
+from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, parse_args_json, validate_edit_args
+from hitl_app.review.types import PendingReview
+from hitl_app.runtime import get_service
+from hitl_app.threads.service import ThreadError
+from hitl_app.threads.views import ThreadView
+from hitl_app.ui.workspace_state import WorkspaceState
+from hitl_app.ui.rows import CardRow, MessageRow, ThreadRow, card_rows, message_rows, relative_time
+
+log = logging.getLogger("hitl_app.ui")
+
+FREEZE_AT = 600
+"""Streamed text longer than this (characters) is frozen into a chunk, so flushes resend only the tail."""
+WATCH_IDLE_S = 900
+"""A tab's watcher waits this long (seconds) for a new run before it exits (restarted on any action)."""
+
+
+class SessionState(rx.State):
+    """The browser's identity (a bearer id in localStorage) and the reviewer's name."""
+
+    browser_id: str = rx.LocalStorage("", name="hitl_browser_id", sync=True)
+    reviewer: str = rx.LocalStorage("", name="hitl_reviewer", sync=True)
+    reviewer_draft: str = ""
+
+    def ensure_identity(self) -> None:
+        """Give this browser a random id on first visit."""
+        try:
+            uuid.UUID(self.browser_id)
+        except (ValueError, TypeError, AttributeError):
+            self.browser_id = str(uuid.uuid4())
+
+    @rx.event
+    def save_reviewer(self, form_data: dict[str, Any]) -> None:
+        """Set the reviewer name recorded with each decision (1-40 characters)."""
+        name = form_data.get("reviewer") if isinstance(form_data, dict) else None
+        if isinstance(name, str) and 0 < len(name.strip()) <= 40:
+            self.reviewer = name.strip()
+
+    @rx.var
+    def reviewer_label(self) -> str:
+        """The name shown in the header."""
+        return self.reviewer or "anonymous"
+
+
+class ThreadListState(SessionState):
+    """The sidebar's list of this browser's threads."""
+
+    threads: list[ThreadRow] = []
+
+    @rx.event
+    async def refresh(self) -> None:
+        """Reload the thread list from the thread index."""
+        self.ensure_identity()
+        try:
+            summaries = await get_service().list_threads(owner=self.browser_id)
+        except RuntimeError:
+            return
+        self.threads = [ThreadRow(s.thread_id, s.title, relative_time(s.updated_at), s.pending_review) for s in summaries]
+
+    @rx.event
+    def new_thread(self):
+        """Open a fresh thread URL (the thread is recorded when its first message is sent)."""
+        return rx.redirect(f"/thread/{uuid.uuid4()}")
+
+
+class ChatState(SessionState):
+    """The open thread: committed messages, the live streamed text, run status and errors."""
+
+    tid: str = ""
+    messages: list[MessageRow] = []
+    stream_chunks: list[str] = []
+    stream_tail: str = ""
+    streaming: bool = False
+    status: str = "idle"
+    notice: str = ""
+    run_error: str = ""
+    composer_error: str = ""
+    load_error: str = ""
+    _watch_id: str = ""
+
+    @rx.var
+    def composer_locked(self) -> bool:
+        """The composer is locked while a run streams or a review is pending."""
+        return self.streaming or self.status == "review" or bool(self.load_error)
+
+    @rx.var
+    def lock_reason(self) -> str:
+        """Why the composer is locked, in plain words ("" when it is not)."""
+        if self.load_error:
+            return self.load_error
+        if self.streaming:
+            return "The agent is answering. Press Stop to end the run."
+        if self.status == "review":
+            return "The agent is waiting for your review below: decide every card, then submit."
+        return ""
+
+    @rx.var
+    def can_continue(self) -> bool:
+        """A Retry/Continue button is offered for a failed or incomplete run."""
+        return not self.streaming and self.status in ("failed", "incomplete")
+
+    # ---------------------------------------------------------------- loading
+    async def _apply_view(self, view: ThreadView) -> None:
+        service = get_service()
+        audit = await service.audit_for_thread(view.thread_id)
+        self.messages = message_rows(view.messages, audit)
+        self.status = view.status
+        if view.status == "failed":
+            self.run_error = (view.error or "The run failed.").splitlines()[0][:500]
+        elif view.status == "incomplete" and not self.run_error:
+            self.notice = "The last run stopped before it finished."
+        if view.status not in ("failed",):
+            self.run_error = ""
+        if view.status != "incomplete":
+            self.notice = ""
+        review = await self.get_state(ReviewState)
+        review.show(view.pending)
+
+    @rx.event
+    async def load_thread(self):
+        """on_load of /thread/[thread_id]: read the thread from the checkpoint (never runs the graph)."""
+        self.ensure_identity()
+        tid = str(self.router.page.params.get("thread_id", "")) if hasattr(self.router, "page") else ""
+        tid = tid or str(getattr(self, "thread_id", ""))
+        self.tid = tid
+        self.messages, self.stream_chunks, self.stream_tail = [], [], ""
+        self.load_error = self.run_error = self.composer_error = self.notice = ""
+        service = get_service()
+        try:
+            view = await service.load(tid, owner=self.browser_id)
+        except ThreadError as exc:
+            self.load_error = exc.message
+            self.status = "idle"
+            (await self.get_state(ReviewState)).show(None)
+            return ThreadListState.refresh
+        self.streaming = service.is_running(tid)
+        await self._apply_view(view)
+        return [ThreadListState.refresh, ChatState.watch]
+
+    # ---------------------------------------------------------------- actions
+    @rx.event
+    async def send(self, form_data: dict[str, Any]):
+        """Send the composer text as a new user message and start the run."""
+        text = form_data.get("text") if isinstance(form_data, dict) else None
+        self.composer_error = ""
+        if not isinstance(text, str) or not text.strip():
+            self.composer_error = "Type a message first."
+            return
+        if len(text) > MAX_MESSAGE_CHARS:
+            self.composer_error = f"That message is too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,})."
+            return
+        try:
+            await get_service().start_turn(self.tid, text, owner=self.browser_id)
+        except ThreadError as exc:
+            self.composer_error = exc.message
+            return
+        self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
+        self._begin_stream()
+        return ChatState.watch
+
+    @rx.event
+    async def stop(self):
+        """Stop the live run of this thread."""
+        if await get_service().stop(self.tid):
+            self.notice = "Stopped. The partial reply was not kept; send a new message or press Continue."
+
+    @rx.event
+    async def continue_run(self):
+        """Retry a failed run / continue an incomplete one from the last checkpoint."""
+        try:
+            await get_service().continue_run(self.tid, owner=self.browser_id)
+        except ThreadError as exc:
+            self.run_error = exc.message
+            return
+        self.run_error = self.notice = ""
+        self._begin_stream()
+        return ChatState.watch
+
+    def _begin_stream(self) -> None:
+        self.streaming = True
+        self.stream_chunks, self.stream_tail = [], ""
+        self.status = "running"
+
+    # ---------------------------------------------------------------- streaming
+    def _append(self, delta: str, reset: bool) -> None:
+        if reset:
+            self.stream_chunks, self.stream_tail = [], ""
+        tail = self.stream_tail + delta
+        if len(tail) > FREEZE_AT:
+            cut = tail.rfind("\n", 0, len(tail) - 80)
+            if cut < FREEZE_AT // 2:
+                cut = tail.rfind(" ", 0, len(tail) - 40)
+            if cut > 0:
+                self.stream_chunks = [*self.stream_chunks, tail[: cut + 1]]
+                tail = tail[cut + 1 :]
+        self.stream_tail = tail
+
+    @rx.event(background=True)
+    async def watch(self):
+        """Follow the thread's runs for this tab: live text, then the checkpointed result.
+
+        One watcher per tab: a newer watcher (or a different thread) makes this one exit.
+        """
+        my_id = uuid.uuid4().hex
+        async with self:
+            self._watch_id = my_id
+            tid = self.tid
+            owner = self.browser_id
+        service = get_service()
+        while True:
+            generation = service.bus.generation(tid)
+            async for event in service.subscribe(tid):
+                async with self:
+                    if self._watch_id != my_id or self.tid != tid:
+                        return
+                    if event.kind == "text":
+                        self.streaming = True
+                        self._append(event.delta, event.reset)
+                    elif event.kind == "started":
+                        self._begin_stream()
+                if event.kind in ("boundary", "ended"):
+                    try:
+                        view = await service.load(tid, owner=owner)
+                    except Exception:  # noqa: BLE001 - shown below as a run error
+                        log.exception("reload failed thread=%s", tid)
+                        view = None
+                    async with self:
+                        if self._watch_id != my_id or self.tid != tid:
+                            return
+                        if view is not None:
+                            await self._apply_view(view)
+                        self.stream_chunks, self.stream_tail = [], ""
+                        if event.kind == "ended":
+                            self.streaming = False
+                            if event.outcome == "failed":
+                                self.status = "failed"
+                                self.run_error = (event.error or "The run failed.").splitlines()[0][:500]
+                            elif event.outcome == "stopped" and self.status == "incomplete":
+                                self.notice = "Stopped. The partial reply was not kept; send a new message or press Continue."
+                    if event.kind == "ended":
+                        yield ThreadListState.refresh
+                        yield WorkspaceState.refresh_if_open
+            async with self:
+                if self._watch_id != my_id or self.tid != tid:
+                    return
+                self.streaming = service.is_running(tid)
+            if not await service.bus.wait_for_run(tid, after=generation, timeout=WATCH_IDLE_S):
+                async with self:
+                    if self._watch_id == my_id:
+                        self._watch_id = ""
+                return
+
+
+class ReviewState(ChatState):
+    """The approval cards of the pending review, and the reviewer's choices on them."""
+
+    cards: list[CardRow] = []
+    interrupt_id: str = ""
+    review_error: str = ""
+    _review_json: str = ""
+    _edited: dict[int, dict[str, Any]] = {}
+
+    def show(self, review: PendingReview | None) -> None:
+        """Replace the cards with ``review`` (or clear them)."""
+        new_id = review.interrupt_id if review else ""
+        if new_id == self.interrupt_id and review is not None and self.cards:
+            return
+        self.cards = card_rows(review)
+        self.interrupt_id = new_id
+        self._review_json = review.model_dump_json() if review else ""
+        self._edited = {}
+        self.review_error = ""
+
+    def _review(self) -> PendingReview | None:
+        return PendingReview.model_validate_json(self._review_json) if self._review_json else None
+
+    def _card(self, index: Any) -> CardRow | None:
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.cards):
+            self.review_error = "That card does not exist (the review may have changed); reload the page."
+            return None
+        return self.cards[index]
+
+    def _set(self, index: int, **changes: Any) -> None:
+        cards = list(self.cards)
+        card = cards[index]
+        for key, value in changes.items():
+            setattr(card, key, value)
+        cards[index] = card
+        self.cards = cards
+
+    @rx.var
+    def decided_count(self) -> int:
+        """How many cards have a complete decision."""
+        return sum(1 for c in self.cards if self._complete(c))
+
+    @staticmethod
+    def _complete(card: CardRow) -> bool:
+        if card.choice == "edit":
+            return not card.editing and not card.edit_error
+        if card.choice == "respond":
+            return bool(card.answer.strip())
+        return card.choice in ("approve", "reject")
+
+    @rx.var
+    def all_decided(self) -> bool:
+        """True when every card has a complete decision."""
+        return bool(self.cards) and all(self._complete(c) for c in self.cards)
+
+    @rx.var
+    def can_approve_all(self) -> bool:
+        """"Approve all" is offered when every card allows approve."""
+        return bool(self.cards) and all("approve" in c.allowed for c in self.cards)
+
+    @rx.var
+    def submit_label(self) -> str:
+        """E.g. "Submit 3 decisions"."""
+        n = len(self.cards)
+        return f"Submit {n} decision{'s' if n != 1 else ''}"
+
+    @rx.event
+    def choose(self, index: int, kind: str) -> None:
+        """Pick ``approve``, ``edit``, ``reject`` or ``respond`` on a card (only if allowed)."""
+        card = self._card(index)
+        if card is None:
+            return
+        if kind not in card.allowed:
+            self._set(index, error=f"{str(kind).capitalize()} is not allowed for {card.tool_name}.")
+            return
+        self.review_error = ""
+        if kind == "edit":
+            self._set(index, choice="edit", editing=True, edit_error="", error="")
+        else:
+            self._edited.pop(index, None)
+            self._set(index, choice=kind, editing=False, edit_error="", error="")
+
+    @rx.event
+    def cancel_edit(self, index: int) -> None:
+        """Close the editor without deciding."""
+        if self._card(index) is None:
+            return
+        self._edited.pop(index, None)
+        self._set(index, choice="", editing=False, edit_error="")
+
+    @rx.event
+    def save_edit(self, index: int, text: str) -> None:
+        """Check the editor's JSON against the tool's schema; on success the card is decided as edit."""
+        card = self._card(index)
+        review = self._review()
+        if card is None or review is None or not isinstance(text, str):
+            return
+        if "edit" not in card.allowed:
+            self._set(index, error=f"Edit is not allowed for {card.tool_name}.")
+            return
+        try:
+            args = parse_args_json(text)
+            validate_edit_args(review, index, args, get_service().validators)
+        except ReviewError as exc:
+            self._edited.pop(index, None)
+            self._set(index, choice="edit", editing=True, edit_error=exc.message)
+            return
+        self._edited[index] = args
+        self._set(index, choice="edit", editing=False, edit_error="", args_json=json.dumps(args, indent=2, ensure_ascii=False))
+
+    @rx.event
+    def set_reason(self, index: int, text: str) -> None:
+        """The optional reason of a reject."""
+        if self._card(index) is None or not isinstance(text, str):
+            return
+        if len(text) > MAX_MESSAGE_CHARS:
+            self._set(index, error=f"The reason is too long (limit {MAX_MESSAGE_CHARS:,} characters).")
+            return
+        self._set(index, reason=text, error="")
+
+    @rx.event
+    def set_answer(self, index: int, text: str) -> None:
+        """The reviewer's answer for a respond decision (required)."""
+        if self._card(index) is None or not isinstance(text, str):
+            return
+        if len(text) > MAX_MESSAGE_CHARS:
+            self._set(index, error=f"The answer is too long (limit {MAX_MESSAGE_CHARS:,} characters).")
+            return
+        self._set(index, answer=text, choice="respond", error="")
+
+    def _decisions(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for card in self.cards:
+            if card.choice == "edit" and card.index in self._edited:
+                out.append({"type": "edit", "edited_action": {"name": card.tool_name, "args": self._edited[card.index]}})
+            elif card.choice == "reject":
+                out.append({"type": "reject", **({"message": card.reason.strip()} if card.reason.strip() else {})})
+            elif card.choice == "respond":
+                out.append({"type": "respond", "message": card.answer})
+            elif card.choice == "approve":
+                out.append({"type": "approve"})
+        return out
+
+    @rx.event
+    async def submit(self):
+        """Send all decisions at once; the server checks them against the checkpoint first."""
+        return await self._submit()
+
+    async def _submit(self):
+        if not self.cards:
+            self.review_error = "Nothing to submit: no review is pending."
+            return
+        decisions = self._decisions()
+        service = get_service()
+        try:
+            await service.submit_review(
+                self.tid, self.interrupt_id, decisions, reviewer=self.reviewer or "anonymous", owner=self.browser_id
+            )
+        except ReviewError as exc:
+            if exc.code == "stale":
+                view = await service.load(self.tid, owner=self.browser_id)
+                self.interrupt_id = ""
+                await self._apply_view(view)
+                self.review_error = exc.message
+                return ChatState.watch
+            if exc.card_index is not None and 0 <= exc.card_index < len(self.cards):
+                self._set(exc.card_index, error=exc.message)
+            self.review_error = exc.message
+            return
+        except ThreadError as exc:
+            self.review_error = exc.message
+            return
+        self.show(None)
+        self._begin_stream()
+        return ChatState.watch
+
+    @rx.event
+    async def approve_all(self):
+        """Approve every card and submit."""
+        for card in list(self.cards):
+            if "approve" in card.allowed:
+                self._set(card.index, choice="approve", editing=False, edit_error="", error="")
+        return await self._submit()
+
