@@ -137,8 +137,8 @@ class ChatState(SessionState):
     async def load_thread(self):
         """on_load of /thread/[thread_id]: read the thread from the checkpoint (never runs the graph)."""
         self.ensure_identity()
-        tid = str(self.router.page.params.get("thread_id", "")) if hasattr(self.router, "page") else ""
-        tid = tid or str(getattr(self, "thread_id", ""))
+        path = str(self.router.url.path).rstrip("/")
+        tid = path.rsplit("/", 1)[-1] if path.startswith("/thread/") else ""
         self.tid = tid
         self.messages, self.stream_chunks, self.stream_tail = [], [], ""
         self.load_error = self.run_error = self.composer_error = self.notice = ""
