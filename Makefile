@@ -44,8 +44,11 @@ setup-test: setup $(VENV)/.installed-test /usr/bin/chromium
 run: setup
 	$(VENV)/bin/reflex run --env prod --frontend-port $(PORT) --backend-port $(PORT)
 
+# Two pytest processes: sync Playwright (tests/e2e) keeps an event loop running in the main thread for
+# the rest of its session, which pytest-asyncio's tests cannot share.
 test: setup-test
-	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/e2e $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider tests/e2e $(PYTEST_ARGS)
 
 bench: setup-test
 	$(PY) -m bench $(BENCH_ARGS)
