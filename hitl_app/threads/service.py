@@ -283,8 +283,12 @@ class ThreadService:
                 raise ThreadError("Nothing to continue: the last run finished.", code="nothing_to_continue")
             return self._launch(thread_id, None, "continue")
 
-    async def stop(self, thread_id: str) -> bool:
-        """Stop the thread's live run (the partial reply is dropped); True if one was running."""
+    async def stop(self, thread_id: str, *, owner: str | None = None) -> bool:
+        """Stop the thread's live run (the partial reply is dropped); True if one was running.
+
+        Raises ThreadError for a thread of another browser (see ``check_access``).
+        """
+        await self.check_access(thread_id, owner)
         task = self._tasks.get(thread_id)
         if task is None:
             return False
