@@ -66,6 +66,7 @@ class WsClient:
     Attributes:
         state: accumulated deltas, ``{"ChatState": {"status": ..., ...}, ...}`` keyed by short name
             (unknown states keep their full name), var names without the ``_rx_state_`` suffix.
+        log: every var change in arrival order, ``(short state, var, value)`` (see ``seen_since``).
         events: every ``{"events": [...]}`` item the server sent (redirects, toasts, ...).
         deltas: how many delta messages arrived (a cheap progress counter).
     """
@@ -78,6 +79,7 @@ class WsClient:
         self.state: dict[str, dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []
         self.deltas = 0
+        self.log: list[tuple[str, str, Any]] = []
         self.pathname = "/"
         self.query: dict[str, str] = {}
         self._sio: socketio.AsyncClient | None = None
@@ -122,6 +124,7 @@ class WsClient:
                 bucket = self.state.setdefault(self._short.get(full, full), {})
                 for key, value in changes.items():
                     bucket[key.removesuffix(FIELD)] = value
+                    self.log.append((self._short.get(full, full), key.removesuffix(FIELD), value))
                 self.deltas += 1
             self.events.extend(data.get("events") or [])
         self._changed.set()
@@ -193,6 +196,14 @@ class WsClient:
     def session(self) -> dict[str, Any]:
         """SessionState vars seen so far."""
         return self.state.get("SessionState", {})
+
+    def mark(self) -> int:
+        """A position in the change log, for ``seen_since``."""
+        return len(self.log)
+
+    def seen_since(self, mark: int, state: str, var: str, predicate: Callable[[Any], Any]) -> bool:
+        """True if ``state.var`` took a value matching ``predicate`` after ``mark`` (even briefly)."""
+        return any(s == state and v == var and predicate(value) for s, v, value in self.log[mark:])
 
     def toasts(self) -> list[str]:
         """Texts of the toasts / window alerts the server asked the page to show."""
