@@ -80,6 +80,7 @@ class WsClient:
         self.events: list[dict[str, Any]] = []
         self.deltas = 0
         self.log: list[tuple[str, str, Any]] = []
+        self.replaced_tokens: list[str] = []
         self.pathname = "/"
         self.query: dict[str, str] = {}
         self._sio: socketio.AsyncClient | None = None
@@ -91,6 +92,7 @@ class WsClient:
         """Open the websocket (no hydrate yet; see ``load_thread`` / ``hydrate``)."""
         sio = socketio.AsyncClient(reconnection=False)
         sio.on("event", self._on_event, namespace="/_event")
+        sio.on("new_token", self._on_new_token, namespace="/_event")
         await sio.connect(
             f"{self.url}/_event/?token={self.token}",
             transports=["websocket"],
@@ -117,6 +119,13 @@ class WsClient:
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.close()
+
+    async def _on_new_token(self, token: Any) -> None:
+        # the server saw this token still linked to an older socket and gave the tab a new one
+        # (Reflex's duplicate-tab rule); the page adopts it, so do we
+        if isinstance(token, str):
+            self.replaced_tokens.append(self.token)
+            self.token = token
 
     async def _on_event(self, data: Any) -> None:
         if isinstance(data, dict):
