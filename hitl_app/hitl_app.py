@@ -8,6 +8,8 @@ import logging
 import reflex as rx
 
 from hitl_app.runtime import open_runtime
+from hitl_app.ui.audit_state import AuditState
+from hitl_app.ui.components.audit import audit_page
 from hitl_app.ui.pages import IndexState, index, thread_page
 from hitl_app.ui.state import ChatState
 
@@ -25,3 +27,4 @@ app = rx.App()
 app.register_lifespan_task(lifespan)
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
 app.add_page(thread_page, route="/thread/[thread_id]", on_load=ChatState.load_thread, title="hitl_app · chat")
+app.add_page(audit_page, route="/audit", on_load=AuditState.load, title="hitl_app · audit")

@@ -9,7 +9,9 @@ per-thread lock, and claimed in the database (unique audit rows) before the grap
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import sqlite3
 import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
@@ -18,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from langgraph.types import Command
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -42,6 +44,22 @@ class ThreadError(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
+
+
+@contextlib.asynccontextmanager
+async def _database_errors() -> AsyncIterator[None]:
+    """Turn a locked or unreachable database into ThreadError(code="db_unavailable").
+
+    Raised before anything was resumed or started, so the user can simply try again.
+    """
+    try:
+        yield
+    except (OperationalError, InterfaceError, sqlite3.OperationalError, OSError) as exc:
+        log.warning("database unavailable: %s", exc)
+        raise ThreadError(
+            "The database is busy or unreachable right now; nothing was sent. Try again in a moment.",
+            code="db_unavailable",
+        ) from exc
 
 
 def _is_uuid4(value: str) -> bool:
@@ -219,6 +237,10 @@ class ThreadService:
                 f"That message is too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}).",
                 code="too_large",
             )
+        async with _database_errors():
+            return await self._start_turn(thread_id, text, owner)
+
+    async def _start_turn(self, thread_id: str, text: str, owner: str | None) -> str:
         await self.check_access(thread_id, owner)
         async with self._lock(thread_id):
             self._refuse_if_busy(thread_id)
@@ -248,8 +270,12 @@ class ThreadService:
 
         Raises:
             ReviewError: the submission was refused (nothing ran; the review stays answerable).
-            ThreadError: access errors, or ``busy``.
+            ThreadError: access errors, ``busy``, or ``db_unavailable``.
         """
+        async with _database_errors():
+            return await self._submit_review(thread_id, interrupt_id, decisions, reviewer=reviewer, owner=owner)
+
+    async def _submit_review(self, thread_id: str, interrupt_id: Any, decisions: Any, *, reviewer: str, owner: str | None) -> str:
         await self.check_access(thread_id, owner)
         async with self._lock(thread_id):
             if self.is_running(thread_id):
@@ -260,7 +286,10 @@ class ThreadService:
             assert review is not None
             await self._record_review_requested(review)
             await self._claim(review, payload, reviewer=reviewer)
-            await self._touch_thread(thread_id, owner=owner, pending=False)
+            try:  # the claim is made: the resume must follow even if the sidebar index lags
+                await self._touch_thread(thread_id, owner=owner, pending=False)
+            except (OperationalError, InterfaceError, sqlite3.OperationalError) as exc:
+                log.warning("thread index not updated for %s: %s", thread_id, exc)
             return self._launch(
                 thread_id,
                 Command(resume={review.interrupt_id: {"decisions": payload}}),
@@ -271,8 +300,12 @@ class ThreadService:
     async def continue_run(self, thread_id: str, *, owner: str | None = None) -> str:
         """Re-run an incomplete or failed thread from its last checkpoint (the Retry button).
 
-        Raises ThreadError(``busy`` | ``nothing_to_continue`` | ``review_pending``).
+        Raises ThreadError(``busy`` | ``nothing_to_continue`` | ``review_pending`` | ``db_unavailable``).
         """
+        async with _database_errors():
+            return await self._continue_run(thread_id, owner)
+
+    async def _continue_run(self, thread_id: str, owner: str | None) -> str:
         await self.check_access(thread_id, owner)
         async with self._lock(thread_id):
             self._refuse_if_busy(thread_id)
@@ -283,8 +316,12 @@ class ThreadService:
                 raise ThreadError("Nothing to continue: the last run finished.", code="nothing_to_continue")
             return self._launch(thread_id, None, "continue")
 
-    async def stop(self, thread_id: str) -> bool:
-        """Stop the thread's live run (the partial reply is dropped); True if one was running."""
+    async def stop(self, thread_id: str, *, owner: str | None = None) -> bool:
+        """Stop the thread's live run (the partial reply is dropped); True if one was running.
+
+        Raises ThreadError for a thread of another browser (see ``check_access``).
+        """
+        await self.check_access(thread_id, owner)
         task = self._tasks.get(thread_id)
         if task is None:
             return False

@@ -176,13 +176,28 @@ def pending_review_from_interrupts(
     return None
 
 
+def _is_cancellation(error: Any) -> bool:
+    """True for the error a stopped (cancelled) run leaves on its task (object or saved text)."""
+    import asyncio
+
+    return isinstance(error, asyncio.CancelledError) or str(error).startswith("CancelledError")
+
+
 def thread_view_from_snapshot(thread_id: str, snapshot: Any) -> ThreadView:
     """Build a ``ThreadView`` from ``await graph.aget_state(config)``'s StateSnapshot."""
     values = snapshot.values if isinstance(getattr(snapshot, "values", None), dict) else {}
     messages: list[BaseMessage] = list(values.get("messages", []))
     checkpoint_id = (snapshot.config or {}).get("configurable", {}).get("checkpoint_id") if snapshot.config else None
     pending = pending_review_from_interrupts(thread_id, snapshot.interrupts, messages, checkpoint_id)
-    error = next((str(t.error) for t in (snapshot.tasks or ()) if getattr(t, "error", None)), None)
+    # A run stopped by the user leaves a CancelledError on its task: that is "incomplete", not "failed".
+    error = next(
+        (
+            str(t.error)
+            for t in (snapshot.tasks or ())
+            if getattr(t, "error", None) and not _is_cancellation(t.error)
+        ),
+        None,
+    )
     if pending is not None:
         status: ThreadStatus = "review"
     elif error:

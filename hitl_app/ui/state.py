@@ -131,7 +131,7 @@ class ChatState(SessionState):
         if view.status != "incomplete":
             self.notice = ""
         review = await self.get_state(ReviewState)
-        review.show(view.pending)
+        review._show(view.pending)
 
     @rx.event
     async def load_thread(self):
@@ -148,7 +148,8 @@ class ChatState(SessionState):
         except ThreadError as exc:
             self.load_error = exc.message
             self.status = "idle"
-            (await self.get_state(ReviewState)).show(None)
+            self.tid = ""  # never follow or act on a thread this browser may not open
+            (await self.get_state(ReviewState))._show(None)
             return ThreadListState.refresh
         self.streaming = service.is_running(tid)
         await self._apply_view(view)
@@ -171,6 +172,7 @@ class ChatState(SessionState):
         except ThreadError as exc:
             self.composer_error = exc.message
             return
+        (await self.get_state(ReviewState)).review_error = ""
         self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
         self._begin_stream()
         return ChatState.watch
@@ -178,7 +180,12 @@ class ChatState(SessionState):
     @rx.event
     async def stop(self):
         """Stop the live run of this thread."""
-        if await get_service().stop(self.tid):
+        try:
+            stopped = await get_service().stop(self.tid, owner=self.browser_id)
+        except ThreadError as exc:
+            self.run_error = exc.message
+            return
+        if stopped:
             self.notice = "Stopped. The partial reply was not kept; send a new message or press Continue."
 
     @rx.event
@@ -224,6 +231,10 @@ class ChatState(SessionState):
             tid = self.tid
             owner = self.browser_id
         service = get_service()
+        try:  # a forged call must not stream another browser's thread to this tab
+            await service.check_access(tid, owner)
+        except ThreadError:
+            return
         while True:
             generation = service.bus.generation(tid)
             async for event in service.subscribe(tid):
@@ -277,16 +288,18 @@ class ReviewState(ChatState):
     _review_json: str = ""
     _edited: dict[int, dict[str, Any]] = {}
 
-    def show(self, review: PendingReview | None) -> None:
-        """Replace the cards with ``review`` (or clear them)."""
+    def _show(self, review: PendingReview | None) -> None:
+        """Replace the cards with ``review`` (or clear them). Private: not callable from the browser."""
         new_id = review.interrupt_id if review else ""
-        if new_id == self.interrupt_id and review is not None and self.cards:
+        if new_id == self.interrupt_id and (review is None) == (not self.cards):
             return
         self.cards = card_rows(review)
         self.interrupt_id = new_id
         self._review_json = review.model_dump_json() if review else ""
         self._edited = {}
-        self.review_error = ""
+        if review is not None:
+            # a refused submission's message ("already decided") stays until a new review shows
+            self.review_error = ""
 
     def _review(self) -> PendingReview | None:
         return PendingReview.model_validate_json(self._review_json) if self._review_json else None
@@ -418,7 +431,7 @@ class ReviewState(ChatState):
 
     async def _submit(self):
         if not self.cards:
-            self.review_error = "Nothing to submit: no review is pending."
+            self.review_error = "Nothing to submit: this review was already decided or is no longer pending."
             return
         decisions = self._decisions()
         service = get_service()
@@ -429,7 +442,7 @@ class ReviewState(ChatState):
         except ReviewError as exc:
             if exc.code == "stale":
                 view = await service.load(self.tid, owner=self.browser_id)
-                self.interrupt_id = ""
+                self._show(None)
                 await self._apply_view(view)
                 self.review_error = exc.message
                 return ChatState.watch
@@ -440,7 +453,7 @@ class ReviewState(ChatState):
         except ThreadError as exc:
             self.review_error = exc.message
             return
-        self.show(None)
+        self._show(None)
         self._begin_stream()
         return ChatState.watch
 

@@ -130,7 +130,21 @@ def approval_card(card: CardRow) -> rx.Component:
 
 
 def review_panel() -> rx.Component:
-    """The pending review: its cards, the count decided, Submit and Approve all."""
+    """The pending review: its cards, the count decided, Submit and Approve all.
+
+    A refused submission's message (e.g. "already decided") stays visible after the cards were
+    replaced by the thread's real state.
+    """
+    return rx.fragment(
+        rx.cond(
+            (ReviewState.cards.length() == 0) & (ReviewState.review_error != ""),
+            rx.callout(ReviewState.review_error, icon="triangle-alert", color_scheme="amber", data_testid="review-error", width="100%"),
+        ),
+        _cards_panel(),
+    )
+
+
+def _cards_panel() -> rx.Component:
     return rx.cond(
         ReviewState.cards.length() > 0,
         rx.vstack(

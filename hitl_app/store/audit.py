@@ -1,0 +1,131 @@
+"""Queries over the audit trail (``AuditRecord``) for the audit page and its exports.
+
+Small keyword-only functions taking the async engine (habit 6 of ../shared/style.md). The owner
+filter joins ``ThreadRecord``: a browser sees the decisions of its own threads only.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from hitl_app.store.tables import AuditRecord, ThreadRecord
+
+EXPORT_FIELDS = (
+    "thread_id", "interrupt_id", "action_index", "tool_call_id", "tool_name", "decision_type",
+    "args_proposed", "args_executed", "message", "reviewer", "requested_at", "decided_at",
+    "waited_seconds", "checkpoint_id",
+)
+"""Columns of the CSV/JSON exports, in order (every field the audit record keeps)."""
+
+
+@dataclass
+class AuditRow:
+    """One decision as exported and shown. Times are ISO 8601 UTC strings; args are JSON text."""
+
+    thread_id: str
+    thread_title: str
+    interrupt_id: str
+    action_index: int
+    tool_call_id: str
+    tool_name: str
+    decision_type: str
+    args_proposed: str
+    args_executed: str
+    message: str
+    reviewer: str
+    requested_at: str
+    decided_at: str
+    waited_seconds: float
+    checkpoint_id: str
+
+
+def _iso(value: datetime) -> str:
+    value = value if value.tzinfo else value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat(timespec="seconds")
+
+
+async def list_decisions(
+    *,
+    engine: AsyncEngine,
+    owner: str,
+    thread_id: str = "",
+    tool_name: str = "",
+    decision_type: str = "",
+    limit: int = 1000,
+) -> list[AuditRow]:
+    """Decisions on ``owner``'s threads, newest first, optionally filtered ("" = any).
+
+    Args:
+        engine: the app database's async engine.
+        owner: the browser id owning the threads (required: no owner, no rows).
+        thread_id, tool_name, decision_type: exact-match filters.
+        limit: at most this many rows.
+    """
+    if not owner:
+        return []
+    stmt = (
+        select(AuditRecord, ThreadRecord.title)
+        .join(ThreadRecord, col(ThreadRecord.thread_id) == col(AuditRecord.thread_id))
+        .where(ThreadRecord.owner == owner)
+        .order_by(col(AuditRecord.decided_at).desc(), col(AuditRecord.id).desc())
+        .limit(limit)
+    )
+    if thread_id:
+        stmt = stmt.where(AuditRecord.thread_id == thread_id)
+    if tool_name:
+        stmt = stmt.where(AuditRecord.tool_name == tool_name)
+    if decision_type:
+        stmt = stmt.where(AuditRecord.decision_type == decision_type)
+    async with AsyncSession(engine) as session:
+        rows = (await session.exec(stmt)).all()
+    return [
+        AuditRow(
+            thread_id=r.thread_id,
+            thread_title=title or "",
+            interrupt_id=r.interrupt_id,
+            action_index=r.action_index,
+            tool_call_id=r.tool_call_id or "",
+            tool_name=r.tool_name,
+            decision_type=r.decision_type,
+            args_proposed=json.dumps(r.args_proposed, ensure_ascii=False, sort_keys=True),
+            args_executed="" if r.args_executed is None else json.dumps(r.args_executed, ensure_ascii=False, sort_keys=True),
+            message=r.message or "",
+            reviewer=r.reviewer,
+            requested_at=_iso(r.requested_at),
+            decided_at=_iso(r.decided_at),
+            waited_seconds=round(r.waited_seconds, 3),
+            checkpoint_id=r.checkpoint_id or "",
+        )
+        for r, title in rows
+    ]
+
+
+def to_json(*, rows: list[AuditRow]) -> str:
+    """The rows as a JSON array of objects (``EXPORT_FIELDS``; args as JSON values, not text)."""
+    out = []
+    for row in rows:
+        d = asdict(row)
+        item = {k: d[k] for k in EXPORT_FIELDS}
+        item["args_proposed"] = json.loads(row.args_proposed)
+        item["args_executed"] = json.loads(row.args_executed) if row.args_executed else None
+        out.append(item)
+    return json.dumps(out, ensure_ascii=False, indent=2)
+
+
+def to_csv(*, rows: list[AuditRow]) -> str:
+    """The rows as CSV with a header row (``EXPORT_FIELDS``; args as JSON text)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(EXPORT_FIELDS)
+    for row in rows:
+        d = asdict(row)
+        writer.writerow([d[k] for k in EXPORT_FIELDS])
+    return buf.getvalue()

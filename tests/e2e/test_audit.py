@@ -1,0 +1,94 @@
+"""The audit trail in the browser: the reviewer name, the line under each tool call, the audit
+page's filters and its CSV/JSON exports (downloaded and parsed)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from playwright.sync_api import Page, expect
+
+from tests.e2e.test_chat_flow import open_new_thread, send
+from tests.helpers.app_server import AppServer
+
+
+def _decide(page: Page, kinds: list[str]) -> None:
+    cards = page.get_by_test_id("approval-card")
+    expect(cards).to_have_count(len(kinds))
+    for i, kind in enumerate(kinds):
+        cards.nth(i).get_by_test_id(f"decision-{kind}").click()
+    page.get_by_test_id("submit-decisions").click()
+    expect(page.locator("[data-testid=message][data-role=tool]")).to_have_count(len(kinds))
+    expect(page.get_by_test_id("composer-input")).to_be_enabled()
+
+
+def _download(page: Page, testid: str) -> str:
+    with page.expect_download() as info:
+        page.get_by_test_id(testid).click()
+    return open(info.value.path(), encoding="utf-8").read()
+
+
+def test_reviewer_name_audit_line_and_audit_page_filters_and_exports(page: Page, app_server: AppServer):
+    open_new_thread(page, app_server)
+    page.get_by_test_id("reviewer-name").click()
+    page.get_by_test_id("reviewer-input").fill("Dana")
+    page.get_by_test_id("reviewer-save").click()
+    expect(page.get_by_test_id("reviewer-name")).to_contain_text("Dana")
+
+    send(page, "email quinn@example.com about audit: one and delete notes/old.txt")
+    _decide(page, ["approve", "reject"])
+    lines = page.get_by_test_id("audit-line")
+    expect(lines).to_have_count(2)
+    expect(lines.filter(has_text="approved by Dana")).to_have_count(1)
+    expect(lines.filter(has_text="rejected by Dana")).to_have_count(1)
+    expect(lines.first).to_contain_text(" UTC, waited ")
+    first_thread = page.url.rsplit("/", 1)[1]
+
+    open_new_thread(page, app_server)
+    send(page, "email rae@example.com about audit: two")
+    _decide(page, ["approve"])
+
+    page.goto(app_server.url + "/audit")
+    rows = page.get_by_test_id("audit-row")
+    expect(rows).to_have_count(3)
+    # newest first
+    expect(rows.first).to_have_attribute("data-tool", "send_email")
+    expect(rows.first).to_contain_text("rae@example.com")
+    expect(rows.first).to_have_attribute("data-reviewer", "Dana")
+
+    page.get_by_test_id("audit-filter-tool").select_option("send_email")
+    expect(rows).to_have_count(2)
+    page.get_by_test_id("audit-filter-decision").select_option("approve")
+    expect(rows).to_have_count(2)
+    page.get_by_test_id("audit-filter-thread").select_option(first_thread)
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("quinn@example.com")
+
+    data = list(csv.DictReader(io.StringIO(_download(page, "audit-export-csv"))))
+    assert len(data) == 1
+    (row,) = data
+    assert (row["thread_id"], row["tool_name"], row["decision_type"], row["reviewer"]) == (first_thread, "send_email", "approve", "Dana")
+    assert json.loads(row["args_proposed"])["to"] == "quinn@example.com"
+    assert row["interrupt_id"] and row["tool_call_id"].startswith("call_") and row["checkpoint_id"]
+    assert float(row["waited_seconds"]) >= 0 and row["requested_at"] <= row["decided_at"]
+
+    page.get_by_test_id("audit-filter-tool").select_option("any")
+    page.get_by_test_id("audit-filter-decision").select_option("reject")
+    expect(rows).to_have_count(1)
+    items = json.loads(_download(page, "audit-export-json"))
+    assert [(i["tool_name"], i["decision_type"], i["args_proposed"], i["args_executed"]) for i in items] == [
+        ("delete_file", "reject", {"path": "notes/old.txt"}, None)
+    ]
+    page.get_by_test_id("audit-filter-thread").select_option("any")
+    page.get_by_test_id("audit-filter-decision").select_option("any")
+    expect(rows).to_have_count(3)
+    assert len(json.loads(_download(page, "audit-export-json"))) == 3
+
+
+def test_audit_page_shows_only_this_browsers_decisions(page: Page, app_server: AppServer):
+    # a fresh browser context has its own browser id: decisions of other tests are not listed
+    open_new_thread(page, app_server)
+    page.goto(app_server.url + "/audit")
+    expect(page.get_by_test_id("audit-count")).to_have_text("0 decisions")
+    expect(page.get_by_test_id("audit-row")).to_have_count(0)
