@@ -6,6 +6,7 @@ objects are not handed to the UI). Reading never runs the graph.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any, Literal
@@ -176,13 +177,27 @@ def pending_review_from_interrupts(
     return None
 
 
+def _was_stopped(error: Any) -> bool:
+    """True for the error LangGraph records on a task cancelled by Stop (or by a lost connection).
+
+    A stopped run is not a failure: the thread is ``incomplete`` (Continue), not ``failed`` with
+    "CancelledError()" shown as if the model had broken.
+    """
+    if isinstance(error, BaseException):
+        return isinstance(error, asyncio.CancelledError)
+    return str(error).startswith("CancelledError")
+
+
 def thread_view_from_snapshot(thread_id: str, snapshot: Any) -> ThreadView:
     """Build a ``ThreadView`` from ``await graph.aget_state(config)``'s StateSnapshot."""
     values = snapshot.values if isinstance(getattr(snapshot, "values", None), dict) else {}
     messages: list[BaseMessage] = list(values.get("messages", []))
     checkpoint_id = (snapshot.config or {}).get("configurable", {}).get("checkpoint_id") if snapshot.config else None
     pending = pending_review_from_interrupts(thread_id, snapshot.interrupts, messages, checkpoint_id)
-    error = next((str(t.error) for t in (snapshot.tasks or ()) if getattr(t, "error", None)), None)
+    error = next(
+        (str(t.error) for t in (snapshot.tasks or ()) if getattr(t, "error", None) and not _was_stopped(t.error)),
+        None,
+    )
     if pending is not None:
         status: ThreadStatus = "review"
     elif error:
