@@ -29,7 +29,7 @@ def index() -> rx.Component:
 def header() -> rx.Component:
     """Top bar of the chat column: mobile New chat, status, the reviewer's name."""
     return rx.hstack(
-        rx.icon_button(rx.icon("plus", size=16), variant="ghost", on_click=ThreadListState.new_thread, display=["flex", "flex", "none"], aria_label="New chat"),
+        rx.icon_button(rx.icon("plus", size=16), variant="ghost", on_click=ThreadListState.new_thread, display=["flex", "flex", "none"], aria_label="New chat", data_testid="new-thread-header"),
         rx.text("Chat", weight="bold", size="3"),
         rx.cond(ChatState.streaming, rx.badge("running", color_scheme="blue", data_testid="run-status")),
         rx.cond(ChatState.status == "review", rx.badge("review pending", color_scheme="amber")),

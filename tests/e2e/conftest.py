@@ -28,9 +28,10 @@ def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     server.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
-    """Headless Debian Chromium."""
+    """Headless Debian Chromium, per module: sync Playwright keeps an event loop running while it is
+    open, which would break the async tests collected after tests/e2e if it lived for the session."""
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b

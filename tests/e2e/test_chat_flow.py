@@ -77,13 +77,14 @@ def test_reload_keeps_the_review_and_another_browser_is_refused(page: Page, app_
 
 def test_three_action_batch_decided_out_of_order(page: Page, app_server: AppServer):
     """C5 (as far as issue 2's policy allows) and C4: cards decided in the order 3, 1, 2; a
-    submission with one card undecided is refused readably and starts nothing."""
+    submission with one card undecided is refused readably and starts nothing. (The outbox is
+    shared by the session's server, so the addresses are this test's own.)"""
     target = app_server.data_dir / "files" / "notes" / "x.txt"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("to be deleted")
 
     open_new_thread(page, app_server)
-    send(page, "email alice@example.com about a and email bob@example.com about b and delete notes/x.txt")
+    send(page, "email alice@batch.example.com about a and email bob@batch.example.com about b and delete notes/x.txt")
     expect(cards(page)).to_have_count(3)
     assert [cards(page).nth(i).get_attribute("data-action-name") for i in range(3)] == ["send_email", "send_email", "delete_file"]
     assert buttons_on(card(page, 2)) == ["approve", "reject"]
@@ -115,8 +116,8 @@ def test_three_action_batch_decided_out_of_order(page: Page, app_server: AppServ
     wait_idle(page)
     assert not target.exists()
     open_workspace(page)
-    expect(page.locator("[data-testid=outbox-mail][data-to='alice@example.com']")).to_have_count(1)
-    expect(page.locator("[data-testid=outbox-mail][data-to='bob@example.com']")).to_have_count(0)
+    expect(page.locator("[data-testid=outbox-mail][data-to='alice@batch.example.com']")).to_have_count(1)
+    expect(page.locator("[data-testid=outbox-mail][data-to='bob@batch.example.com']")).to_have_count(0)
 
 
 def test_ask_user_needs_an_answer_and_the_reply_uses_it(page: Page, app_server: AppServer):

@@ -58,10 +58,11 @@ def wait_idle(page: Page) -> None:
 
 def reply_to(page: Page, text: str) -> str:
     """Send ``text``, wait for the run to finish, return the last assistant message's text."""
-    before = messages(page, "assistant").count()
+    users, before = messages(page, "user").count(), messages(page, "assistant").count()
     send(page, text)
-    expect(messages(page, "assistant")).to_have_count(before + 1)
+    expect(messages(page, "user")).to_have_count(users + 1)
     wait_idle(page)
+    assert messages(page, "assistant").count() > before, f"no reply to {text!r}"
     return messages(page, "assistant").last.inner_text()
 
 
@@ -71,13 +72,15 @@ def buttons_on(card_locator: Locator) -> list[str]:
     return [i.removeprefix("decision-") for i in ids]
 
 
-def set_value_and_blur(page: Page, locator: Locator, value: str) -> None:
-    """Put ``value`` into a text field as a paste would (one input event, ignores maxlength), then blur.
+def paste(locator: Locator, value: str) -> None:
+    """Put ``value`` into a focused text field as a paste would (one input event, ignores maxlength).
 
-    Used for the megabyte pastes: ``fill`` would type through the field's ``maxlength``.
+    Used for the megabyte pastes: ``fill`` would type through the field's ``maxlength``. The field
+    keeps the focus, so the next click elsewhere blurs it as it would for a person.
     """
     locator.evaluate(
         """(el, v) => {
+            el.focus();
             const proto = el.tagName === 'TEXTAREA' ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
             Object.getOwnPropertyDescriptor(proto, 'value').set.call(el, v);
             el.dispatchEvent(new Event('input', {bubbles: true}));
