@@ -10,6 +10,7 @@ from hitl_app.ui import theme
 from hitl_app.ui.components.chat import composer, thread_column
 from hitl_app.ui.components.sidebar import reviewer_box, sidebar, workspace_panel
 from hitl_app.ui.state import ChatState, ThreadListState
+from hitl_app.ui.workspace_state import WorkspaceState
 
 
 class IndexState(rx.State):
@@ -34,6 +35,7 @@ def header() -> rx.Component:
         rx.cond(ChatState.streaming, rx.badge("running", color_scheme="blue", data_testid="run-status")),
         rx.cond(ChatState.status == "review", rx.badge("review pending", color_scheme="amber")),
         rx.spacer(),
+        rx.icon_button(rx.icon("folder-open", size=16), variant="ghost", on_click=WorkspaceState.toggle, display=["flex", "flex", "none"], aria_label="Workspace", data_testid="workspace-toggle-header"),
         reviewer_box(),
         width="100%",
         align="center",

@@ -81,6 +81,14 @@ def test_phone_layout_hides_the_sidebar_and_keeps_new_chat(other_browser, app_se
     expect(header_new).to_be_visible()
     # nothing sticks out sideways
     assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    # the workspace (what the tools did) is reachable from the header too
+    phone.get_by_test_id("workspace-toggle-header").click()
+    expect(phone.get_by_test_id("workspace-panel")).to_be_visible()
+    shoot(phone, "workspace-phone")
+    assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+    # on a phone the panel takes the whole screen; its close button brings the chat back
+    phone.get_by_test_id("workspace-close").click()
+    expect(phone.get_by_test_id("workspace-panel")).to_have_count(0)
     header_new.click()
     phone.wait_for_url(lambda u: u != first and "/thread/" in u)
     expect(phone.get_by_test_id("empty-thread")).to_be_visible()

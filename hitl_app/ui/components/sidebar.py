@@ -88,7 +88,7 @@ def workspace_panel() -> rx.Component:
     return rx.cond(
         WorkspaceState.open,
         rx.vstack(
-            rx.hstack(rx.heading("Workspace", size="3"), rx.spacer(), rx.icon_button(rx.icon("refresh-cw", size=14), variant="ghost", on_click=WorkspaceState.refresh, data_testid="workspace-refresh"), rx.icon_button(rx.icon("x", size=14), variant="ghost", on_click=WorkspaceState.toggle), width="100%"),
+            rx.hstack(rx.heading("Workspace", size="3"), rx.spacer(), rx.icon_button(rx.icon("refresh-cw", size=14), variant="ghost", on_click=WorkspaceState.refresh, data_testid="workspace-refresh"), rx.icon_button(rx.icon("x", size=14), variant="ghost", on_click=WorkspaceState.toggle, aria_label="Close the workspace", data_testid="workspace-close"), width="100%"),
             rx.tabs.root(
                 rx.tabs.list(rx.tabs.trigger("Outbox", value="outbox"), rx.tabs.trigger("Files", value="files"), rx.tabs.trigger("Records", value="records")),
                 rx.tabs.content(
