@@ -6,6 +6,7 @@ objects are not handed to the UI). Reading never runs the graph.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any, Literal
@@ -176,11 +177,15 @@ def pending_review_from_interrupts(
     return None
 
 
-def _is_cancellation(error: Any) -> bool:
-    """True for the error a stopped (cancelled) run leaves on its task (object or saved text)."""
-    import asyncio
+def _was_stopped(error: Any) -> bool:
+    """True for the error LangGraph records on a task cancelled by Stop (or by a lost connection).
 
-    return isinstance(error, asyncio.CancelledError) or str(error).startswith("CancelledError")
+    A stopped run is not a failure: the thread is ``incomplete`` (Continue), not ``failed`` with
+    "CancelledError()" shown as if the model had broken.
+    """
+    if isinstance(error, BaseException):
+        return isinstance(error, asyncio.CancelledError)
+    return str(error).startswith("CancelledError")
 
 
 def thread_view_from_snapshot(thread_id: str, snapshot: Any) -> ThreadView:
@@ -189,13 +194,8 @@ def thread_view_from_snapshot(thread_id: str, snapshot: Any) -> ThreadView:
     messages: list[BaseMessage] = list(values.get("messages", []))
     checkpoint_id = (snapshot.config or {}).get("configurable", {}).get("checkpoint_id") if snapshot.config else None
     pending = pending_review_from_interrupts(thread_id, snapshot.interrupts, messages, checkpoint_id)
-    # A run stopped by the user leaves a CancelledError on its task: that is "incomplete", not "failed".
     error = next(
-        (
-            str(t.error)
-            for t in (snapshot.tasks or ())
-            if getattr(t, "error", None) and not _is_cancellation(t.error)
-        ),
+        (str(t.error) for t in (snapshot.tasks or ()) if getattr(t, "error", None) and not _was_stopped(t.error)),
         None,
     )
     if pending is not None:

@@ -10,6 +10,7 @@ from hitl_app.ui import theme
 from hitl_app.ui.components.chat import composer, thread_column
 from hitl_app.ui.components.sidebar import reviewer_box, sidebar, workspace_panel
 from hitl_app.ui.state import ChatState, ThreadListState
+from hitl_app.ui.workspace_state import WorkspaceState
 
 
 class IndexState(rx.State):
@@ -29,11 +30,12 @@ def index() -> rx.Component:
 def header() -> rx.Component:
     """Top bar of the chat column: mobile New chat, status, the reviewer's name."""
     return rx.hstack(
-        rx.icon_button(rx.icon("plus", size=16), variant="ghost", on_click=ThreadListState.new_thread, display=["flex", "flex", "none"], aria_label="New chat"),
+        rx.icon_button(rx.icon("plus", size=16), variant="ghost", on_click=ThreadListState.new_thread, display=["flex", "flex", "none"], aria_label="New chat", data_testid="new-thread-header"),
         rx.text("Chat", weight="bold", size="3"),
         rx.cond(ChatState.streaming, rx.badge("running", color_scheme="blue", data_testid="run-status")),
         rx.cond(ChatState.status == "review", rx.badge("review pending", color_scheme="amber")),
         rx.spacer(),
+        rx.icon_button(rx.icon("folder-open", size=16), variant="ghost", on_click=WorkspaceState.toggle, display=["flex", "flex", "none"], aria_label="Workspace", data_testid="workspace-toggle-header"),
         reviewer_box(),
         width="100%",
         align="center",

@@ -102,9 +102,14 @@ def audit_line(entry: AuditEntry) -> str:
 
 
 def message_rows(views: list[MessageView], audit: dict[str, AuditEntry]) -> list[MessageRow]:
-    """Rows for the chat: user/assistant bubbles and compact tool rows with their outcome."""
+    """Rows for the chat: user/assistant bubbles and compact tool rows with their outcome.
+
+    Tool rows answering one assistant message are shown in the order of its tool calls (the order
+    of the approval cards), not in checkpoint order: HumanInTheLoopMiddleware writes rejected and
+    answered results before the tool node writes the executed ones.
+    """
     rows: list[MessageRow] = []
-    for v in views:
+    for v in _tool_results_in_call_order(views):
         if v.role == "tool":
             entry = audit.get(v.tool_call_id or "")
             rows.append(
@@ -122,6 +127,29 @@ def message_rows(views: list[MessageView], audit: dict[str, AuditEntry]) -> list
         elif v.text.strip() or v.role == "user":
             rows.append(MessageRow(key=v.key, role=v.role, text=v.text))
     return rows
+
+
+def _tool_results_in_call_order(views: list[MessageView]) -> list[MessageView]:
+    """``views`` with each run of tool messages sorted by its assistant message's tool-call order."""
+    out: list[MessageView] = []
+    order: dict[str, int] = {}
+    run: list[MessageView] = []
+
+    def flush() -> None:
+        run.sort(key=lambda t: order.get(t.tool_call_id or "", len(order)))
+        out.extend(run)
+        run.clear()
+
+    for v in views:
+        if v.role == "tool":
+            run.append(v)
+            continue
+        flush()
+        if v.role == "assistant":
+            order = {tc.id: i for i, tc in enumerate(v.tool_calls)}
+        out.append(v)
+    flush()
+    return out
 
 
 def card_rows(review: PendingReview | None) -> list[CardRow]:

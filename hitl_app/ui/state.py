@@ -28,6 +28,8 @@ log = logging.getLogger("hitl_app.ui")
 
 FREEZE_AT = 600
 """Streamed text longer than this (characters) is frozen into a chunk, so flushes resend only the tail."""
+COMPOSER_ID = "composer-text"
+"""DOM id of the composer's text area: cleared only once a message is accepted (a refused one stays)."""
 WATCH_IDLE_S = 900
 """A tab's watcher waits this long (seconds) for a new run before it exits (restarted on any action)."""
 
@@ -175,7 +177,7 @@ class ChatState(SessionState):
         (await self.get_state(ReviewState)).review_error = ""
         self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
         self._begin_stream()
-        return ChatState.watch
+        return [rx.set_value(COMPOSER_ID, ""), ChatState.watch]
 
     @rx.event
     async def stop(self):
@@ -374,6 +376,19 @@ class ReviewState(ChatState):
     @rx.event
     def save_edit(self, index: int, text: str) -> None:
         """Check the editor's JSON against the tool's schema; on success the card is decided as edit."""
+        self._save_edit(index, text)
+
+    @rx.event
+    def check_edit(self, form_data: dict[str, Any]) -> None:
+        """"Check edit" (the editor's form: ``index`` and ``args`` fields); same checks as save_edit."""
+        raw = form_data.get("index") if isinstance(form_data, dict) else None
+        try:
+            index = int(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else -1
+        except ValueError:
+            index = -1
+        self._save_edit(index, form_data.get("args") if isinstance(form_data, dict) else None)
+
+    def _save_edit(self, index: Any, text: Any) -> None:
         card = self._card(index)
         review = self._review()
         if card is None or review is None or not isinstance(text, str):

@@ -41,9 +41,13 @@ def _decision_button(card: CardRow, kind: str) -> rx.Component:
 
 
 def _editor(card: CardRow) -> rx.Component:
-    return rx.vstack(
+    # Uncontrolled text area (no round trip per keystroke, so fast typing never loses characters);
+    # its text is checked on blur and by "Check edit" (a form submit, so it works without focus).
+    return rx.form(rx.vstack(
         rx.text("Edit the arguments (JSON). The tool name cannot change.", size="1", color=theme.MUTED),
+        rx.el.input(type="hidden", name="index", value=card.index.to_string()),
         rx.text_area(
+            name="args",
             default_value=card.args_json,
             on_blur=lambda value: ReviewState.save_edit(card.index, value),
             font_family=theme.MONO,
@@ -58,13 +62,14 @@ def _editor(card: CardRow) -> rx.Component:
             rx.text(card.edit_error, color=theme.ERROR_COLOR, size="2", data_testid="edit-error"),
         ),
         rx.hstack(
-            rx.button("Check edit", size="1", variant="soft", data_testid="edit-check"),
-            rx.button("Cancel edit", size="1", variant="ghost", on_click=ReviewState.cancel_edit(card.index)),
+            rx.button("Check edit", type="submit", size="1", variant="soft", data_testid="edit-check"),
+            rx.button("Cancel edit", type="button", size="1", variant="soft", color_scheme="gray", on_click=ReviewState.cancel_edit(card.index), data_testid="edit-cancel"),
             spacing="2",
+            align="center",
         ),
         width="100%",
         spacing="1",
-    )
+    ), on_submit=ReviewState.check_edit, reset_on_submit=False, width="100%")
 
 
 def approval_card(card: CardRow) -> rx.Component:

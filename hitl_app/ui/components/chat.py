@@ -8,7 +8,36 @@ from hitl_app.review.types import MAX_MESSAGE_CHARS
 from hitl_app.ui import theme
 from hitl_app.ui.components.approval_card import review_panel
 from hitl_app.ui.components.message import message
-from hitl_app.ui.state import ChatState
+from hitl_app.ui.state import COMPOSER_ID, ChatState
+
+
+STICK_TO_BOTTOM_JS = """
+(() => {
+  const box = document.getElementById('thread-scroll');
+  if (!box || box.__hitlStick) return;
+  box.__hitlStick = true;
+  let stick = true;
+  const near = () => box.scrollHeight - box.scrollTop - box.clientHeight < 120;
+  box.addEventListener('scroll', () => { stick = near(); }, {passive: true});
+  let panel = null;
+  new MutationObserver((records) => {
+    const current = box.querySelector('[data-testid=review-panel]');
+    if (current && current !== panel) {
+      panel = current;
+      current.scrollIntoView({block: 'nearest'});
+      stick = near();
+      return;
+    }
+    panel = current;
+    const inPanel = (n) => current && current.contains(n.nodeType === 1 ? n : n.parentNode);
+    if (stick && !records.every((r) => inPanel(r.target))) box.scrollTop = box.scrollHeight;
+  }).observe(box, {childList: true, subtree: true, characterData: true});
+  box.scrollTop = box.scrollHeight;
+})();
+"""
+"""Keeps the thread scrolled to its end while text streams in, unless the reader scrolled up; a new
+review is scrolled into view (its top first when it is taller than the screen); changes inside
+the review (opening an editor) never move the page."""
 
 
 def streaming_bubble() -> rx.Component:
@@ -79,13 +108,14 @@ def composer() -> rx.Component:
             rx.hstack(
                 rx.text_area(
                     name="text",
-                    placeholder="Message the agent…  (try: email alice@example.com about the report: it is ready)",
+                    placeholder="Message the agent…  (Enter sends, Shift+Enter: new line)",
                     enter_key_submit=True,
                     auto_height=True,
                     rows="1",
                     max_length=MAX_MESSAGE_CHARS * 5,
                     disabled=ChatState.composer_locked,
                     width="100%",
+                    id=COMPOSER_ID,
                     data_testid="composer-input",
                     style={"maxHeight": "200px"},
                 ),
@@ -98,7 +128,8 @@ def composer() -> rx.Component:
                 align="end",
             ),
             on_submit=ChatState.send,
-            reset_on_submit=True,
+            # cleared by ChatState.send once the message is accepted: a refused one stays to fix
+            reset_on_submit=False,
             width="100%",
         ),
         rx.cond(ChatState.composer_error != "", rx.text(ChatState.composer_error, color=theme.ERROR_COLOR, size="2", data_testid="composer-error")),
@@ -136,4 +167,5 @@ def thread_column() -> rx.Component:
         width="100%",
         align="stretch",
         data_testid="thread",
+        on_mount=rx.call_script(STICK_TO_BOTTOM_JS),
     )

@@ -8,6 +8,16 @@ from hitl_app.ui import theme
 from hitl_app.ui.rows import MessageRow
 
 
+_MARKDOWN = {"p": lambda text: rx.text(text, margin_y="0.6em")}
+"""Paragraph spacing inside assistant bubbles (Reflex's default is 1em above and below)."""
+_NO_OUTER_MARGIN = {
+    # the markdown sits in one wrapper <div>: its first and last blocks touch the padding
+    "& > div > :first-child": {"marginTop": "0"},
+    "& > div > :last-child": {"marginBottom": "0"},
+}
+"""The bubble's padding is the only space around its text: no paragraph margin at its edges."""
+
+
 def _outcome_badge(outcome: rx.Var[str]) -> rx.Component:
     return rx.badge(
         outcome,
@@ -63,7 +73,7 @@ def bubble(msg: MessageRow) -> rx.Component:
         rx.cond(
             is_user,
             rx.text(msg.text, white_space="pre-wrap", style={"wordBreak": "break-word"}),
-            rx.markdown(msg.text, use_raw=False),
+            rx.markdown(msg.text, use_raw=False, component_map=_MARKDOWN),
         ),
         custom_attrs={"data-testid": "message", "data-role": msg.role},
         background=rx.cond(is_user, theme.BUBBLE_USER_BG, theme.BUBBLE_ASSISTANT_BG),
@@ -71,7 +81,7 @@ def bubble(msg: MessageRow) -> rx.Component:
         border_radius=theme.RADIUS,
         max_width="85%",
         align_self=rx.cond(is_user, "flex-end", "flex-start"),
-        style={"overflowWrap": "anywhere"},
+        style={"overflowWrap": "anywhere", **_NO_OUTER_MARGIN},
     )
 
 

@@ -15,13 +15,15 @@ def _thread_link(row: ThreadRow) -> rx.Component:
     return rx.link(
         rx.hstack(
             rx.vstack(
-                rx.text(row.title, size="2", weight=rx.cond(active, "bold", "regular"), trim="both", style={"overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap", "maxWidth": "190px"}),
+                rx.text(row.title, size="2", weight=rx.cond(active, "bold", "regular"), trim="both", title=row.title, style={"overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap", "width": "100%"}),
                 rx.text(row.when, size="1", color=theme.MUTED),
                 spacing="0",
+                flex="1",
+                min_width="0",
             ),
-            rx.spacer(),
-            rx.cond(row.pending, rx.badge("review", color_scheme="amber", data_testid="pending-badge")),
+            rx.cond(row.pending, rx.badge("review", color_scheme="amber", flex_shrink="0", data_testid="pending-badge")),
             align="center",
+            spacing="2",
             width="100%",
         ),
         href="/thread/" + row.thread_id,
@@ -30,7 +32,7 @@ def _thread_link(row: ThreadRow) -> rx.Component:
         high_contrast=True,
         data_testid="thread-link",
         custom_attrs={"data-thread-id": row.thread_id},
-        style={"display": "block", "padding": "6px 8px", "borderRadius": "8px", "background": rx.cond(active, "var(--gray-4)", "transparent")},
+        style={"display": "block", "width": "100%", "boxSizing": "border-box", "padding": "6px 8px", "borderRadius": "8px", "background": rx.cond(active, "var(--gray-4)", "transparent")},
     )
 
 
@@ -39,7 +41,12 @@ def sidebar() -> rx.Component:
     return rx.vstack(
         rx.hstack(rx.icon("shield-check", color="var(--indigo-11)"), rx.heading("hitl_app", size="4"), align="center"),
         rx.button(rx.icon("plus", size=14), "New chat", on_click=ThreadListState.new_thread, width="100%", data_testid="new-thread"),
-        rx.scroll_area(rx.vstack(rx.foreach(ThreadListState.threads, _thread_link), spacing="1", width="100%"), type="auto", style={"flex": "1"}),
+        rx.scroll_area(
+            rx.vstack(rx.foreach(ThreadListState.threads, _thread_link), spacing="1", width="100%", align="stretch"),
+            type="auto",
+            scrollbars="vertical",
+            style={"flex": "1", "& [data-radix-scroll-area-viewport] > div": {"display": "block !important"}},
+        ),
         rx.hstack(
             rx.link("Audit", href="/audit", size="2", data_testid="audit-link"),
             rx.link("Workspace", on_click=WorkspaceState.toggle, size="2", data_testid="workspace-toggle", style={"cursor": "pointer"}),
@@ -81,7 +88,7 @@ def workspace_panel() -> rx.Component:
     return rx.cond(
         WorkspaceState.open,
         rx.vstack(
-            rx.hstack(rx.heading("Workspace", size="3"), rx.spacer(), rx.icon_button(rx.icon("refresh-cw", size=14), variant="ghost", on_click=WorkspaceState.refresh, data_testid="workspace-refresh"), rx.icon_button(rx.icon("x", size=14), variant="ghost", on_click=WorkspaceState.toggle), width="100%"),
+            rx.hstack(rx.heading("Workspace", size="3"), rx.spacer(), rx.icon_button(rx.icon("refresh-cw", size=14), variant="ghost", on_click=WorkspaceState.refresh, data_testid="workspace-refresh"), rx.icon_button(rx.icon("x", size=14), variant="ghost", on_click=WorkspaceState.toggle, aria_label="Close the workspace", data_testid="workspace-close"), width="100%"),
             rx.tabs.root(
                 rx.tabs.list(rx.tabs.trigger("Outbox", value="outbox"), rx.tabs.trigger("Files", value="files"), rx.tabs.trigger("Records", value="records")),
                 rx.tabs.content(

@@ -1,0 +1,134 @@
+"""What a person does and sees in the chat, as small Playwright helpers for the e2e tests.
+
+Every helper goes through the page the way a user would (type, click, read what is shown) and
+waits with Playwright's auto-retrying ``expect``; none of them reaches into app state.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from playwright.sync_api import Locator, Page, expect
+
+from tests.helpers.app_server import AppServer
+
+THREAD_URL = re.compile(r".*/thread/[0-9a-f-]{36}$")
+THINKING = "Thinking…"
+"""The streaming bubble's placeholder before the first token (not reply text)."""
+SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "shots"
+"""Screenshots for people to look at (gitignored)."""
+
+
+def open_new_thread(page: Page, server: AppServer) -> str:
+    """Open ``/`` (which redirects to a new thread), wait for the composer; return the thread URL."""
+    page.goto(server.url + "/")
+    page.wait_for_url(THREAD_URL)
+    expect(page.get_by_test_id("composer-input")).to_be_enabled()
+    return page.url
+
+
+def send(page: Page, text: str) -> None:
+    """Type ``text`` in the composer and press Send."""
+    page.get_by_test_id("composer-input").fill(text)
+    page.get_by_test_id("send-button").click()
+
+
+def messages(page: Page, role: str) -> Locator:
+    """The settled messages of ``role`` (user, assistant or tool), in thread order."""
+    return page.locator(f"[data-testid=message][data-role={role}]")
+
+
+def cards(page: Page) -> Locator:
+    """The approval cards of the pending review, in request order."""
+    return page.get_by_test_id("approval-card")
+
+
+def card(page: Page, index: int) -> Locator:
+    """The approval card at ``index`` (0-based, the request's order)."""
+    return page.locator(f"[data-testid=approval-card][data-index='{index}']")
+
+
+def wait_idle(page: Page) -> None:
+    """Wait until no reply is streaming and the composer is usable again."""
+    expect(page.get_by_test_id("streaming-message")).to_have_count(0)
+    expect(page.get_by_test_id("composer-input")).to_be_enabled()
+
+
+def reply_to(page: Page, text: str) -> str:
+    """Send ``text``, wait for the run to finish, return the last assistant message's text."""
+    users, before = messages(page, "user").count(), messages(page, "assistant").count()
+    send(page, text)
+    expect(messages(page, "user")).to_have_count(users + 1)
+    wait_idle(page)
+    assert messages(page, "assistant").count() > before, f"no reply to {text!r}"
+    return messages(page, "assistant").last.inner_text()
+
+
+def buttons_on(card_locator: Locator) -> list[str]:
+    """The decision buttons a card offers, e.g. ``["approve", "edit", "reject"]``."""
+    ids = card_locator.locator("[data-testid^=decision-]").evaluate_all("els => els.map(e => e.dataset.testid)")
+    return [i.removeprefix("decision-") for i in ids]
+
+
+def paste(locator: Locator, value: str) -> None:
+    """Put ``value`` into a focused text field as a paste would (one input event, ignores maxlength).
+
+    Used for the megabyte pastes: ``fill`` would type through the field's ``maxlength``. The field
+    keeps the focus, so the next click elsewhere blurs it as it would for a person.
+    """
+    locator.evaluate(
+        """(el, v) => {
+            el.focus();
+            const proto = el.tagName === 'TEXTAREA' ? HTMLTextAreaElement.prototype : HTMLInputElement.prototype;
+            Object.getOwnPropertyDescriptor(proto, 'value').set.call(el, v);
+            el.dispatchEvent(new Event('input', {bubbles: true}));
+        }""",
+        value,
+    )
+
+
+def streamed_lengths(page: Page, until_gone_s: float = 60.0) -> tuple[list[int], str]:
+    """Watch the streaming bubble until it disappears.
+
+    Returns the distinct text lengths seen (in order) and the longest text seen. Polls about every
+    20 ms; raises AssertionError if the bubble is still there after ``until_gone_s`` seconds.
+    """
+    bubble = page.get_by_test_id("streaming-message")
+    expect(bubble).to_have_count(1)
+    lengths: list[int] = []
+    longest = ""
+    deadline = time.monotonic() + until_gone_s
+    while time.monotonic() < deadline:
+        text = page.evaluate("() => { const b = document.querySelector('[data-testid=streaming-message]'); return b ? b.innerText : null; }")
+        if text is None:
+            return lengths, longest
+        if text.strip() == THINKING:
+            text = ""
+        if text and (not lengths or len(text) != lengths[-1]):
+            lengths.append(len(text))
+        if len(text) > len(longest):
+            longest = text
+        page.wait_for_timeout(20)
+    raise AssertionError(f"the reply was still streaming after {until_gone_s} s (lengths {lengths[-5:]})")
+
+
+def normalize(text: str) -> str:
+    """Collapse whitespace, so rendered markdown and streamed plain text compare equal."""
+    return " ".join(text.split())
+
+
+def open_workspace(page: Page) -> None:
+    """Open the workspace panel (outbox, files, records)."""
+    if page.get_by_test_id("workspace-panel").count() == 0:
+        page.get_by_test_id("workspace-toggle").first.click()
+    expect(page.get_by_test_id("workspace-panel")).to_be_visible()
+
+
+def shoot(page: Page, name: str) -> Path:
+    """Save a screenshot of the viewport as ``test-artifacts/shots/<name>.png``."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    path = SHOTS / f"{name}.png"
+    page.screenshot(path=str(path))
+    return path

@@ -1,0 +1,61 @@
+"""What the UI rows show: typed card arguments (C13) and tool rows in the cards' order."""
+
+from __future__ import annotations
+
+import json
+
+from hitl_app.review.types import ActionRequest, PendingReview, ReviewConfig
+from hitl_app.threads.views import MessageView, ToolCallView
+from hitl_app.ui.rows import card_rows, json_type, message_rows
+
+
+def _review(args: dict) -> PendingReview:
+    return PendingReview(
+        thread_id="t",
+        interrupt_id="i",
+        action_requests=(ActionRequest(name="send_email", args=args, description="Send an email to a@example.com"),),
+        review_configs=(ReviewConfig(action_name="send_email", allowed_decisions=("approve", "reject")),),
+    )
+
+
+def test_card_shows_nested_and_typed_arguments_with_their_json_types():
+    args = {"to": "a@example.com", "cc": ["b@example.com"], "priority": 2, "urgent": True, "meta": {"k": None}}
+    [card] = card_rows(_review(args))
+    shown = {a.key: (a.value, a.type_name) for a in card.args}
+    assert shown == {
+        "to": ('"a@example.com"', "string"),
+        "cc": ('["b@example.com"]', "list"),
+        "priority": ("2", "number"),
+        "urgent": ("true", "boolean"),
+        "meta": ('{"k": null}', "object"),
+    }
+    assert [a.key for a in card.args] == ["to", "cc", "priority", "urgent", "meta"]
+    assert json.loads(card.args_json) == args  # the editor starts from the exact arguments
+    assert card.allowed == ["approve", "reject"]
+    assert card.description == "Send an email to a@example.com"
+
+
+def test_json_type_names():
+    assert [json_type(v) for v in ("x", 1, 1.5, False, None, [1], (1,), {"a": 1})] == [
+        "string", "number", "number", "boolean", "null", "list", "list", "object",
+    ]
+
+
+def test_no_review_means_no_cards():
+    assert card_rows(None) == []
+
+
+def test_tool_rows_follow_the_call_order_not_the_checkpoint_order():
+    calls = [ToolCallView(id=f"c{i}", name=n, args={}) for i, n in enumerate(["send_email", "send_email", "delete_file"])]
+    views = [
+        MessageView(key="u", role="user", text="three things"),
+        MessageView(key="a", role="assistant", text="I'll do three things.", tool_calls=calls),
+        # the middleware writes the rejected result first, then the tool node the executed ones
+        MessageView(key="t1", role="tool", text="no", tool_name="send_email", tool_call_id="c1", outcome="rejected"),
+        MessageView(key="t0", role="tool", text="sent", tool_name="send_email", tool_call_id="c0", outcome="executed"),
+        MessageView(key="t2", role="tool", text="gone", tool_name="delete_file", tool_call_id="c2", outcome="executed"),
+        MessageView(key="s", role="assistant", text="Done."),
+    ]
+    rows = message_rows(views, {})
+    assert [r.key for r in rows] == ["u", "a", "t0", "t1", "t2", "s"]
+    assert [r.outcome for r in rows if r.role == "tool"] == ["executed", "rejected", "executed"]

@@ -1,0 +1,33 @@
+"""Thread status read from a checkpoint snapshot: a stopped run is incomplete, not failed."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+
+from langchain_core.messages import HumanMessage
+
+from hitl_app.threads.views import thread_view_from_snapshot
+
+
+def _snapshot(error):
+    task = SimpleNamespace(error=error, interrupts=())
+    return SimpleNamespace(
+        values={"messages": [HumanMessage("stream 600 words", id="h1")]},
+        config={"configurable": {"thread_id": "t", "checkpoint_id": "c1"}},
+        interrupts=(),
+        tasks=(task,),
+        next=("model",),
+    )
+
+
+def test_a_stopped_run_is_incomplete_not_a_failure():
+    view = thread_view_from_snapshot("t", _snapshot(asyncio.CancelledError()))
+    assert view.status == "incomplete"
+    assert view.error is None
+
+
+def test_a_run_that_raised_is_failed_with_its_error():
+    view = thread_view_from_snapshot("t", _snapshot(RuntimeError("model broke")))
+    assert view.status == "failed"
+    assert view.error == "model broke"
