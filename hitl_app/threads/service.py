@@ -27,6 +27,7 @@ from hitl_app.review.validate import ArgsValidator
 from hitl_app.store.db import Engines
 from hitl_app.store.tables import AuditRecord, ReviewRequestRecord, ThreadRecord, utcnow
 from hitl_app.threads.bus import RunBus, RunEvent
+from hitl_app.threads.errors import describe_run_error
 from hitl_app.threads.views import ThreadView, thread_view_from_snapshot
 
 log = logging.getLogger("hitl_app.threads")
@@ -390,7 +391,7 @@ class ThreadService:
         except asyncio.CancelledError:
             outcome = "stopped"
         except Exception as exc:  # noqa: BLE001 - any model/tool/database error ends the run visibly
-            outcome, error = "failed", f"{type(exc).__name__}: {exc}"
+            outcome, error = "failed", describe_run_error(exc)
             log.warning("run failed thread=%s run=%s: %s", thread_id, run_id, error)
         finally:
             tick.cancel()

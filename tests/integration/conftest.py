@@ -72,3 +72,9 @@ async def drive(graph, inp, config) -> TurnResult:
         if await run.interrupted():
             out.interrupts = list(await run.interrupts())
     return out
+
+
+@pytest.fixture
+def database_url(tmp_path: Path) -> str:
+    """The app database (tables + checkpoints) for a whole-runtime test."""
+    return f"sqlite:///{tmp_path / 'hitl.sqlite'}"
