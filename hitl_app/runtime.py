@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
@@ -20,7 +22,11 @@ from sqlalchemy.exc import OperationalError
 from hitl_app.errors import StartupError
 from hitl_app.settings import Settings, get_settings
 from hitl_app.store.db import Engines, create_schema, make_engines
+from hitl_app.threads.bus import RunBus
 from hitl_app.threads.service import ThreadService
+
+if TYPE_CHECKING:
+    from hitl_app.threads.redis_bus import RedisRunBus
 
 log = logging.getLogger("hitl_app")
 
@@ -56,6 +62,15 @@ def _safe_url(url: str) -> str:
         cred, host = rest.rsplit("@", 1)
         return f"{scheme}://{cred.split(':', 1)[0]}:***@{host}" if ":" in cred else url
     return url
+
+
+def make_bus(settings: Settings) -> RunBus | RedisRunBus:
+    """``RedisRunBus`` when ``REFLEX_REDIS_URL``/``HITL_REDIS_URL`` is set (several workers), else ``RunBus``."""
+    if settings.redis_url:
+        from hitl_app.threads.redis_bus import RedisRunBus
+
+        return RedisRunBus(settings.redis_url)
+    return RunBus()
 
 
 @contextlib.asynccontextmanager
@@ -94,13 +109,22 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
         raise StartupError(f"cannot open the database DATABASE_URL={_safe_url(settings.resolved_database_url)}: {reason}") from exc
     try:
         async with load_agent(settings, engines) as (graph, validators):
-            service = ThreadService(graph, engines, validators)
+            bus = make_bus(settings)
+            try:
+                await bus.start()
+            except Exception as exc:  # noqa: BLE001 - redis raises several connection errors
+                raise StartupError(f"cannot reach Redis at {settings.redis_url}: {exc}") from exc
+            service = ThreadService(graph, engines, validators, bus=bus)
             _runtime = Runtime(settings=settings, engines=engines, service=service)
-            log.info("hitl_app started: model=%s database=%s", settings.model, engines.url.split("@")[-1])
+            log.info(
+                "hitl_app started: pid=%s model=%s agent=%s database=%s bus=%s",
+                os.getpid(), settings.model, settings.agent or "built-in", _safe_url(engines.url), type(bus).__name__,
+            )
             try:
                 yield _runtime
             finally:
                 _runtime = None
+                await bus.aclose()
     finally:
         await engines.async_.dispose()
         engines.sync.dispose()
