@@ -10,6 +10,7 @@ Every handler argument comes from the browser and is checked before use.
 from __future__ import annotations
 
 import json
+import os
 import logging
 import uuid
 from typing import Any
@@ -93,6 +94,7 @@ class ChatState(SessionState):
     run_error: str = ""
     composer_error: str = ""
     load_error: str = ""
+    worker_pid: str = ""
     _watch_id: str = ""
 
     @rx.var
@@ -140,6 +142,7 @@ class ChatState(SessionState):
         tid = str(self.router.page.params.get("thread_id", "")) if hasattr(self.router, "page") else ""
         tid = tid or str(getattr(self, "thread_id", ""))
         self.tid = tid
+        self.worker_pid = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.messages, self.stream_chunks, self.stream_tail = [], [], ""
         self.load_error = self.run_error = self.composer_error = self.notice = ""
         service = get_service()
