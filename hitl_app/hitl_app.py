@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
+import sys
 
 import reflex as rx
 
+from hitl_app.errors import StartupError
 from hitl_app.runtime import open_runtime
 from hitl_app.ui.audit_state import AuditState
 from hitl_app.ui.components.audit import audit_page
@@ -18,9 +21,21 @@ logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name
 
 @contextlib.asynccontextmanager
 async def lifespan():
-    """Open the runtime (database, checkpointer, agent) for the server's lifetime."""
-    async with open_runtime():
+    """Open the runtime (database, checkpointer, agent) for the server's lifetime.
+
+    A configuration the app cannot start with is printed as ONE line on stderr
+    (``hitl_app cannot start: <what to set>``) and the process exits with status 3.
+    """
+    try:
+        runtime = open_runtime()
+        await runtime.__aenter__()
+    except StartupError as exc:
+        print(f"hitl_app cannot start: {exc}", file=sys.stderr, flush=True)
+        os._exit(3)
+    try:
         yield
+    finally:
+        await runtime.__aexit__(None, None, None)
 
 
 app = rx.App()

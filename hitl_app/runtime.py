@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+from sqlalchemy.exc import OperationalError
+
+from hitl_app.errors import StartupError
 from hitl_app.settings import Settings, get_settings
 from hitl_app.store.db import Engines, create_schema, make_engines
+from hitl_app.threads.bus import RunBus
 from hitl_app.threads.service import ThreadService
+
+if TYPE_CHECKING:
+    from hitl_app.threads.redis_bus import RedisRunBus
 
 log = logging.getLogger("hitl_app")
 
@@ -45,12 +55,34 @@ def get_service() -> ThreadService:
     return get_runtime().service
 
 
+def _safe_url(url: str) -> str:
+    """``url`` without a password (``postgresql://user:***@host/db``)."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        cred, host = rest.rsplit("@", 1)
+        return f"{scheme}://{cred.split(':', 1)[0]}:***@{host}" if ":" in cred else url
+    return url
+
+
+def make_bus(settings: Settings) -> RunBus | RedisRunBus:
+    """``RedisRunBus`` when ``REFLEX_REDIS_URL``/``HITL_REDIS_URL`` is set (several workers), else ``RunBus``."""
+    if settings.redis_url:
+        from hitl_app.threads.redis_bus import RedisRunBus
+
+        return RedisRunBus(settings.redis_url)
+    return RunBus()
+
+
 @contextlib.asynccontextmanager
 async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtime]:
     """Open everything the app needs and close it on exit.
 
-    Order: settings -> database schema -> demo workspace -> checkpointer -> model -> agent.
-    Raises whatever the settings, database or model configuration raise, with one clear line.
+    Order: settings -> model/agent/policy check -> database schema -> checkpointer -> agent.
+
+    Raises:
+        StartupError: a configuration the app cannot start with (bad env value, unknown model
+            provider or missing API key, bad ``HITL_AGENT``, bad ``HITL_POLICY`` file, unreachable
+            database), as one line saying what to set or fix.
     """
     global _runtime
     from langchain_core._api import LangChainBetaWarning
@@ -58,19 +90,41 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
     from hitl_app.threads.agent_loader import load_agent
 
     warnings.filterwarnings("ignore", category=LangChainBetaWarning)
-    settings = settings or get_settings()
+    if settings is None:
+        try:
+            settings = get_settings()
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            raise StartupError(f"bad environment setting: {problems}") from exc
     settings.data_dir.mkdir(parents=True, exist_ok=True)
-    engines = make_engines(settings.resolved_database_url)
-    create_schema(engines)
+    try:
+        engines = make_engines(settings.resolved_database_url)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from exc
+    try:
+        create_schema(engines)
+    except OperationalError as exc:
+        engines.sync.dispose()
+        reason = " ".join(str(exc.orig or exc).split())[:300]
+        raise StartupError(f"cannot open the database DATABASE_URL={_safe_url(settings.resolved_database_url)}: {reason}") from exc
     try:
         async with load_agent(settings, engines) as (graph, validators):
-            service = ThreadService(graph, engines, validators)
+            bus = make_bus(settings)
+            try:
+                await bus.start()
+            except Exception as exc:  # noqa: BLE001 - redis raises several connection errors
+                raise StartupError(f"cannot reach Redis at {settings.redis_url}: {exc}") from exc
+            service = ThreadService(graph, engines, validators, bus=bus)
             _runtime = Runtime(settings=settings, engines=engines, service=service)
-            log.info("hitl_app started: model=%s database=%s", settings.model, engines.url.split("@")[-1])
+            log.info(
+                "hitl_app started: pid=%s model=%s agent=%s database=%s bus=%s",
+                os.getpid(), settings.model, settings.agent or "built-in", _safe_url(engines.url), type(bus).__name__,
+            )
             try:
                 yield _runtime
             finally:
                 _runtime = None
+                await bus.aclose()
     finally:
         await engines.async_.dispose()
         engines.sync.dispose()

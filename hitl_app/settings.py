@@ -10,6 +10,8 @@ Every knob the app has lives here (habit 4 of ../shared/style.md). Variables:
 | HITL_DEMO_WPS      | ``30``                | demo model pace in words per second (0 = no pacing)      |
 | HITL_AGENT         | unset                 | ``package.module:attribute`` of a developer's agent      |
 | HITL_POLICY        | unset                 | path of a TOML policy file for the built-in agent        |
+| HITL_MODEL_MAX_RETRIES | provider default  | retries of a real provider's client on 429/5xx/timeouts  |
+| HITL_REDIS_URL / REFLEX_REDIS_URL | unset  | Redis for several workers: run events, run locks, Stop   |
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -36,6 +38,8 @@ class Settings(BaseSettings):
     demo_words_per_second: float = Field(default=30.0, ge=0, le=10_000, alias="HITL_DEMO_WPS")
     agent: str | None = Field(default=None, alias="HITL_AGENT")
     policy_file: Path | None = Field(default=None, alias="HITL_POLICY")
+    model_max_retries: int | None = Field(default=None, ge=0, le=20, alias="HITL_MODEL_MAX_RETRIES")
+    redis_url: str | None = Field(default=None, validation_alias=AliasChoices("HITL_REDIS_URL", "REFLEX_REDIS_URL"))
 
     @field_validator("data_dir")
     @classmethod

@@ -8,11 +8,16 @@ row_factory=dict_row`` and one ``await saver.setup()`` (idempotent migrations).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+
+
+SETUP_LOCK_KEY = 7_463_521_002
+"""PostgreSQL advisory-lock key held while the checkpointer's migrations run."""
 
 
 @contextlib.asynccontextmanager
@@ -51,7 +56,17 @@ async def open_checkpointer(database_url: str, *, pool_size: int = 10) -> AsyncI
             await pool.open()
             try:
                 saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
-                await saver.setup()
+                # Several workers may start at once: run the (idempotent) migrations one at a time.
+                # Poll with pg_try_advisory_lock instead of blocking in pg_advisory_lock: a blocked
+                # statement holds a snapshot, which the migrations' CREATE INDEX CONCURRENTLY
+                # would wait for - an undetected deadlock.
+                async with pool.connection() as conn:
+                    while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (SETUP_LOCK_KEY,))).fetchone())["ok"]:
+                        await asyncio.sleep(0.1)
+                    try:
+                        await saver.setup()
+                    finally:
+                        await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
                 yield saver
             finally:
                 await pool.close()

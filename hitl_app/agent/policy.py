@@ -30,12 +30,13 @@ from typing import Any
 from langchain.agents.middleware import InterruptOnConfig
 
 from hitl_app.agent.tools import is_read_only_sql
+from hitl_app.errors import StartupError
 
 DECISION_TYPES: tuple[str, ...] = ("approve", "edit", "reject", "respond")
 """Decision types HumanInTheLoopMiddleware knows (langchain 1.5.2 ``DecisionType``)."""
 
 
-class PolicyError(ValueError):
+class PolicyError(StartupError):
     """An invalid policy: the message names the file, the table/key and the reason."""
 
 

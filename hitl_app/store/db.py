@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from sqlalchemy import Engine, event
+from sqlalchemy import Engine, event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlmodel import SQLModel, create_engine
 
@@ -80,8 +80,18 @@ def make_engines(url: str) -> Engines:
     return Engines(url=url, sync=sync, async_=async_)
 
 
+SCHEMA_LOCK_KEY = 7_463_521_001
+"""PostgreSQL advisory-lock key held while the schema is created (several workers start at once)."""
+
+
 def create_schema(engines: Engines) -> None:
-    """Create every SQLModel table that is imported (idempotent: safe on every start)."""
+    """Create every app table that is missing (idempotent: safe on every start, and from several
+    workers at once on PostgreSQL, where it runs under an advisory lock)."""
     from hitl_app.store.tables import APP_TABLES
 
-    SQLModel.metadata.create_all(engines.sync, tables=APP_TABLES)
+    if engines.is_sqlite:
+        SQLModel.metadata.create_all(engines.sync, tables=APP_TABLES)
+        return
+    with engines.sync.begin() as conn:
+        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
+        SQLModel.metadata.create_all(conn, tables=APP_TABLES)

@@ -8,7 +8,7 @@ so a reloaded tab or a second tab catches up without gaps.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -50,6 +50,21 @@ class RunBus:
         self._channels: dict[str, _Channel] = {}
         self._generation: dict[str, int] = {}
         self._started: dict[str, asyncio.Event] = {}
+        self.on_stop: Callable[[str], None] | None = None
+
+    async def start(self) -> None:
+        """Nothing to start in-process (``RedisRunBus`` connects here)."""
+
+    async def aclose(self) -> None:
+        """Nothing to close in-process."""
+
+    async def claim(self, thread_id: str, run_id: str, run_kind: str) -> bool:
+        """The run lease: in one process ``ThreadService``'s per-thread lock already gives it."""
+        return True
+
+    async def request_stop(self, thread_id: str) -> bool:
+        """No other process can own a run here: False."""
+        return False
 
     def open(self, thread_id: str, run_id: str, run_kind: str) -> None:
         """Start a channel for a new run of ``thread_id`` (replacing any ended one)."""

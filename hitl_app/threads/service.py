@@ -29,6 +29,7 @@ from hitl_app.review.validate import ArgsValidator
 from hitl_app.store.db import Engines
 from hitl_app.store.tables import AuditRecord, ReviewRequestRecord, ThreadRecord, utcnow
 from hitl_app.threads.bus import RunBus, RunEvent
+from hitl_app.threads.errors import describe_run_error
 from hitl_app.threads.views import ThreadView, thread_view_from_snapshot
 
 log = logging.getLogger("hitl_app.threads")
@@ -123,6 +124,7 @@ class ThreadService:
         self.flush_interval = flush_interval
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self.bus.on_stop = self._cancel_local
 
     # ------------------------------------------------------------------ reading
     @staticmethod
@@ -177,8 +179,8 @@ class ThreadService:
         }
 
     def is_running(self, thread_id: str) -> bool:
-        """True while a run of ``thread_id`` is live in this process."""
-        return thread_id in self._tasks
+        """True while a run of ``thread_id`` is live (in this process, or in any worker with Redis)."""
+        return thread_id in self._tasks or self.bus.is_live(thread_id)
 
     def subscribe(self, thread_id: str) -> AsyncIterator[RunEvent]:
         """Live events of the thread's current run (empty if none); see ``RunBus.subscribe``."""
@@ -252,7 +254,7 @@ class ThreadService:
                     code="review_pending",
                 )
             await self._touch_thread(thread_id, owner=owner, title=text)
-            return self._launch(thread_id, {"messages": [{"role": "user", "content": text}]}, "turn")
+            return await self._launch(thread_id, {"messages": [{"role": "user", "content": text}]}, "turn")
 
     async def submit_review(
         self,
@@ -286,16 +288,21 @@ class ThreadService:
             assert review is not None
             await self._record_review_requested(review)
             await self._claim(review, payload, reviewer=reviewer)
-            try:  # the claim is made: the resume must follow even if the sidebar index lags
+            try:
+                run_id = await self._launch(
+                    thread_id,
+                    Command(resume={review.interrupt_id: {"decisions": payload}}),
+                    "resume",
+                    claimed=review.interrupt_id,
+                )
+            except ThreadError:
+                await self._release_claim(review.interrupt_id)
+                raise ReviewError("This review was already decided; the agent is running.", code="stale") from None
+            try:  # the claim is made and the run started: a lagging sidebar index must not fail it
                 await self._touch_thread(thread_id, owner=owner, pending=False)
             except (OperationalError, InterfaceError, sqlite3.OperationalError) as exc:
                 log.warning("thread index not updated for %s: %s", thread_id, exc)
-            return self._launch(
-                thread_id,
-                Command(resume={review.interrupt_id: {"decisions": payload}}),
-                "resume",
-                claimed=review.interrupt_id,
-            )
+            return run_id
 
     async def continue_run(self, thread_id: str, *, owner: str | None = None) -> str:
         """Re-run an incomplete or failed thread from its last checkpoint (the Retry button).
@@ -314,23 +321,36 @@ class ThreadService:
                 raise ThreadError("Decide the pending review first.", code="review_pending")
             if view.status not in ("incomplete", "failed"):
                 raise ThreadError("Nothing to continue: the last run finished.", code="nothing_to_continue")
-            return self._launch(thread_id, None, "continue")
+            return await self._launch(thread_id, None, "continue")
 
     async def stop(self, thread_id: str, *, owner: str | None = None) -> bool:
         """Stop the thread's live run (the partial reply is dropped); True if one was running.
 
-        Raises ThreadError for a thread of another browser (see ``check_access``).
+        A run owned by another worker (Redis bus) is asked to stop through Redis; this waits up to
+        5 s for it to end. Raises ThreadError for a thread of another browser (``check_access``).
         """
         await self.check_access(thread_id, owner)
         task = self._tasks.get(thread_id)
         if task is None:
-            return False
+            if not await self.bus.request_stop(thread_id):
+                return False
+            for _ in range(50):
+                if not self.bus.is_live(thread_id):
+                    break
+                await asyncio.sleep(0.1)
+            return True
         task.cancel()
         try:
             await asyncio.wait_for(asyncio.shield(task), timeout=5)
         except (asyncio.CancelledError, TimeoutError):
             pass
         return True
+
+    def _cancel_local(self, thread_id: str) -> None:
+        """Cancel this process's run of ``thread_id`` (a Stop request from another worker)."""
+        task = self._tasks.get(thread_id)
+        if task is not None:
+            task.cancel()
 
     def _refuse_if_busy(self, thread_id: str) -> None:
         if self.is_running(thread_id):
@@ -385,8 +405,10 @@ class ThreadService:
             await session.commit()
 
     # ------------------------------------------------------------------ running
-    def _launch(self, thread_id: str, inp: Any, kind: str, claimed: str | None = None) -> str:
+    async def _launch(self, thread_id: str, inp: Any, kind: str, claimed: str | None = None) -> str:
         run_id = uuid.uuid4().hex
+        if not await self.bus.claim(thread_id, run_id, kind):
+            raise ThreadError("The agent is still answering (in another window); wait for it or press Stop.", code="busy")
         self.bus.open(thread_id, run_id, kind)
         task = asyncio.create_task(self._drive(thread_id, run_id, inp, claimed), name=f"run:{thread_id}")
         self._tasks[thread_id] = task
@@ -427,7 +449,7 @@ class ThreadService:
         except asyncio.CancelledError:
             outcome = "stopped"
         except Exception as exc:  # noqa: BLE001 - any model/tool/database error ends the run visibly
-            outcome, error = "failed", f"{type(exc).__name__}: {exc}"
+            outcome, error = "failed", describe_run_error(exc)
             log.warning("run failed thread=%s run=%s: %s", thread_id, run_id, error)
         finally:
             tick.cancel()

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
+from hitl_app.threads.errors import describe_error_text, describe_run_error
 from hitl_app.review.types import ActionRequest, PendingReview, ReviewConfig
 
 Outcome = Literal["executed", "edited", "rejected", "answered", "error", "stopped"]
@@ -195,7 +196,11 @@ def thread_view_from_snapshot(thread_id: str, snapshot: Any) -> ThreadView:
     checkpoint_id = (snapshot.config or {}).get("configurable", {}).get("checkpoint_id") if snapshot.config else None
     pending = pending_review_from_interrupts(thread_id, snapshot.interrupts, messages, checkpoint_id)
     error = next(
-        (str(t.error) for t in (snapshot.tasks or ()) if getattr(t, "error", None) and not _was_stopped(t.error)),
+        (
+            describe_run_error(t.error) if isinstance(t.error, BaseException) else describe_error_text(str(t.error))
+            for t in (snapshot.tasks or ())
+            if getattr(t, "error", None) and not _was_stopped(t.error)
+        ),
         None,
     )
     if pending is not None:

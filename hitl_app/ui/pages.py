@@ -64,6 +64,8 @@ def thread_page() -> rx.Component:
             min_width="0",
         ),
         workspace_panel(),
+        # which server process handled this tab's page load (several workers: see docs/deploy.md)
+        rx.el.span(data_testid="worker-pid", data_pid=ChatState.worker_pid, display="none"),
         spacing="0",
         width="100%",
         height="100vh",

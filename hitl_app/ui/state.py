@@ -10,6 +10,7 @@ Every handler argument comes from the browser and is checked before use.
 from __future__ import annotations
 
 import json
+import os
 import logging
 import uuid
 from typing import Any
@@ -95,6 +96,7 @@ class ChatState(SessionState):
     run_error: str = ""
     composer_error: str = ""
     load_error: str = ""
+    worker_pid: str = ""
     _watch_id: str = ""
 
     @rx.var
@@ -142,6 +144,7 @@ class ChatState(SessionState):
         path = str(self.router.url.path).rstrip("/")
         tid = path.rsplit("/", 1)[-1] if path.startswith("/thread/") else ""
         self.tid = tid
+        self.worker_pid = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.messages, self.stream_chunks, self.stream_tail = [], [], ""
         self.load_error = self.run_error = self.composer_error = self.notice = ""
         service = get_service()

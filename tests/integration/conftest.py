@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,27 @@ from hitl_app.agent.checkpoint import open_checkpointer
 from hitl_app.agent.demo_model import DemoChatModel
 from hitl_app.agent.tools import DemoWorkspace
 from hitl_app.store.db import make_engines
+from tests.helpers.postgres import fresh_database
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """The app database (tables + checkpoints): one contract suite, two backends.
+
+    ``sqlite``: a file under ``tmp_path``. ``postgres``: a fresh ``hitl_test_<random>`` database on
+    the real server, dropped afterwards (the test FAILS if PostgreSQL is unreachable).
+    """
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'hitl.sqlite'}"
+        return
+    with fresh_database() as url:
+        yield url
 
 
 @pytest.fixture
-def workspace(tmp_path: Path):
-    """A seeded DemoWorkspace under ``tmp_path``."""
-    engines = make_engines(f"sqlite:///{tmp_path / 'app.sqlite'}")
+def workspace(tmp_path: Path, database_url: str):
+    """A seeded DemoWorkspace: app tables on ``database_url``, files and demo db under ``tmp_path``."""
+    engines = make_engines(database_url)
     ws = DemoWorkspace(tmp_path / "files", engines.sync, tmp_path / "demo.sqlite")
     ws.ensure()
     yield ws
@@ -26,13 +42,14 @@ def workspace(tmp_path: Path):
 
 
 @pytest.fixture
-def checkpoint_url(tmp_path: Path) -> str:
-    return f"sqlite:///{tmp_path / 'checkpoints.sqlite'}"
+def checkpoint_url(database_url: str) -> str:
+    """The checkpointer URL: the app database, as in the running app."""
+    return database_url
 
 
 @pytest.fixture
 async def saver(checkpoint_url):
-    """A real AsyncSqliteSaver on a temp file."""
+    """A real AsyncSqliteSaver / AsyncPostgresSaver (with a pool) on the test database."""
     async with open_checkpointer(checkpoint_url) as s:
         yield s
 
