@@ -68,7 +68,7 @@ async def test_one_run_per_thread_and_stop_across_workers(tmp_path, database_url
         assert info.value.code == "busy"
         collector = asyncio.create_task(_collect(a, tid))
         await asyncio.sleep(0.3)
-        assert await b.stop(tid) is True
+        assert await b.stop(tid, owner="o") is True
         events = await asyncio.wait_for(collector, 10)
         assert events[-1].outcome == "stopped"
         assert not a.is_running(tid) and not b.is_running(tid)

@@ -26,11 +26,11 @@ OWNER = "owner-a"
 
 
 @pytest.fixture
-async def service(tmp_path, workspace, saver):
+async def service(database_url, workspace, saver):
     """A ThreadService on the demo agent (no pacing), app tables in the workspace's database."""
     from hitl_app.agent.build import build_demo_agent
 
-    engines = make_engines(f"sqlite:///{tmp_path / 'app.sqlite'}")
+    engines = make_engines(database_url)
     create_schema(engines)
     bundle = build_demo_agent(model=DemoChatModel(words_per_second=0), workspace=workspace, checkpointer=saver)
     svc = ThreadService(bundle.graph, engines, validators_for(bundle.tools_by_name), flush_interval=0.01)
@@ -40,11 +40,11 @@ async def service(tmp_path, workspace, saver):
 
 
 @pytest.fixture
-async def slow_service(tmp_path, workspace, saver):
+async def slow_service(database_url, workspace, saver):
     """Like ``service`` but the model streams 40 words per second (runs that can be interrupted)."""
     from hitl_app.agent.build import build_demo_agent
 
-    engines = make_engines(f"sqlite:///{tmp_path / 'app.sqlite'}")
+    engines = make_engines(database_url)
     create_schema(engines)
     bundle = build_demo_agent(model=DemoChatModel(words_per_second=40), workspace=workspace, checkpointer=saver)
     svc = ThreadService(bundle.graph, engines, validators_for(bundle.tools_by_name), flush_interval=0.01)
