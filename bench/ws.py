@@ -11,8 +11,8 @@ Events sent: ``hydrate_and_load`` for ``/thread/<uuid>`` (in the CONNECT auth, a
 does; that runs the page's on_load ``ChatState.load_thread``), ``ChatState.send`` with form data
 ``{"text": ...}``, ``ChatState.stop``, ``ReviewState.approve_all``. Received state deltas are
 folded into ``self.state`` (state name -> var -> value) and the live reply text is rebuilt from
-either stream shape (``stream_chunks``+``stream_tail``, or the append-only ``live`` delta with
-a sequence number) so that each word's arrival time is known.
+either stream shape (the earlier ``stream_chunks``+``stream_tail`` vars, or the append-only
+``hitlLive([key, seq, text(, 1 = reset)])`` script events) so that each word's arrival time is known.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class ReflexClient:
         self.word_times: list[float] = []
         self.live_text = ""
         self._live_seq = -1
+        self._live_key: str | None = None
         self._changed = asyncio.Event()
         self._reader: asyncio.Task | None = None
         self.thread_id = ""
@@ -114,6 +115,7 @@ class ReflexClient:
         self.word_times = []
         self.live_text = ""
         self._live_seq = -1
+        self._live_key = None
 
     def get(self, state: str, var: str, default: Any = None) -> Any:
         """The last received value of ``state.var``."""
@@ -142,6 +144,9 @@ class ReflexClient:
                         continue
                     if name == "event":
                         self._apply(body.get("delta") or {}, now)
+                        for ev in body.get("events") or []:
+                            if ev.get("name") == "_call_script":
+                                self._script(str((ev.get("payload") or {}).get("javascript_code", "")), now)
                 elif data.startswith(f"44{NS}"):
                     self.errors.append(f"connect error {data[:200]}")
                 self._changed.set()
@@ -152,6 +157,34 @@ class ReflexClient:
         finally:
             self._changed.set()
 
+    def _script(self, code: str, now: float) -> None:
+        """An append-only live delta: ``hitlLive([key, seq, text(, 1 = reset)])`` (hitl_app.ui.state.live_script)."""
+        if not code.startswith("hitlLive(") or not code.endswith(")"):
+            return
+        args = json.loads(code[len("hitlLive(") : -1])
+        key, seq, piece = args[:3]
+        reset = bool(args[3]) if len(args) > 3 else False
+        if reset:
+            self._live_key, self._live_seq = key, seq
+            if not piece:
+                return  # a new, empty bubble (after a message boundary)
+            text = piece
+        elif key == getattr(self, "_live_key", None) and seq == self._live_seq + 1:
+            self._live_seq = seq
+            text = self.live_text + piece
+        else:
+            if key == getattr(self, "_live_key", None):
+                self.errors.append(f"live delta out of order: {self._live_seq} -> {seq}")
+            return
+        self._grow(text, now)
+
+    def _grow(self, text: str, now: float) -> None:
+        if len(text) > len(self.live_text):
+            words = len(text.split())
+            while len(self.word_times) < words:
+                self.word_times.append(now)
+            self.live_text = text
+
     def _apply(self, delta: dict[str, Any], now: float) -> None:
         for state, vars_ in delta.items():
             target = self.state.setdefault(state, {})
@@ -160,27 +193,9 @@ class ReflexClient:
         chat = delta.get(CHAT)
         if not chat:
             return
-        text = None
-        if "live" in {k.removesuffix(SUFFIX) for k in chat}:
-            live = self.get(CHAT, "live") or {}
-            seq, piece = live.get("seq", -1), live.get("text", "")
-            if live.get("reset") or seq == 0:
-                text = piece
-            elif seq == self._live_seq + 1:
-                text = self.live_text + piece
-            elif seq > self._live_seq + 1:
-                self.errors.append(f"live delta gap {self._live_seq}->{seq}")
-                text = self.live_text + piece
-            self._live_seq = seq
-        elif any(k.removesuffix(SUFFIX) in ("stream_tail", "stream_chunks") for k in chat):
-            text = "".join(self.get(CHAT, "stream_chunks") or []) + (self.get(CHAT, "stream_tail") or "")
-        if text is not None and len(text) > len(self.live_text):
-            words = len(text.split())
-            if text and not text[-1].isspace() and not text.endswith("."):
-                words -= 1  # the last word may still be growing (never with the demo model)
-            while len(self.word_times) < words:
-                self.word_times.append(now)
-            self.live_text = text
+        if any(k.removesuffix(SUFFIX) in ("stream_tail", "stream_chunks") for k in chat):
+            # the earlier shape: frozen chunks + a tail, each flush resending the tail
+            self._grow("".join(self.get(CHAT, "stream_chunks") or []) + (self.get(CHAT, "stream_tail") or ""), now)
 
     async def wait_for(self, cond, timeout: float) -> None:
         """Wait until ``cond()`` is true (re-checked on every received frame)."""

@@ -9,7 +9,7 @@ import reflex as rx
 
 from hitl_app.runtime import open_runtime
 from hitl_app.ui.pages import IndexState, index, thread_page
-from hitl_app.ui.state import ChatState
+from hitl_app.ui.state import LIVE_JS, ChatState
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -21,7 +21,7 @@ async def lifespan():
         yield
 
 
-app = rx.App()
+app = rx.App(head_components=[rx.script(LIVE_JS)])
 app.register_lifespan_task(lifespan)
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
 app.add_page(thread_page, route="/thread/[thread_id]", on_load=ChatState.load_thread, title="hitl_app · chat")
