@@ -14,7 +14,7 @@ from hitl_app.runtime import open_runtime
 from hitl_app.ui.audit_state import AuditState
 from hitl_app.ui.components.audit import audit_page
 from hitl_app.ui.pages import IndexState, index, thread_page
-from hitl_app.ui.state import ChatState
+from hitl_app.ui.state import LIVE_JS, ChatState
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
@@ -38,7 +38,7 @@ async def lifespan():
         await runtime.__aexit__(None, None, None)
 
 
-app = rx.App()
+app = rx.App(head_components=[rx.script(LIVE_JS)])
 app.register_lifespan_task(lifespan)
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
 app.add_page(thread_page, route="/thread/[thread_id]", on_load=ChatState.load_thread, title="hitl_app · chat")

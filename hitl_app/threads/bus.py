@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 EventKind = Literal["started", "text", "boundary", "ended"]
 
@@ -23,7 +23,9 @@ class RunEvent:
     kind ``text``: ``delta`` is new assistant text (``reset`` is True on a snapshot that replaces
     the text so far, sent first to a late subscriber). kind ``boundary``: a model message or tool
     batch finished; reload the committed messages from the checkpoint. kind ``ended``: ``outcome`` is
-    ``finished``, ``interrupted``, ``failed`` or ``stopped``; ``error`` says why for ``failed``.
+    ``finished``, ``interrupted``, ``failed`` or ``stopped``; ``error`` says why for ``failed``;
+    ``view`` is the thread as checkpointed after the run (a ``ThreadView``, or None if it could not
+    be read), so subscribers need not read the checkpoint again.
     """
 
     kind: EventKind
@@ -33,6 +35,7 @@ class RunEvent:
     run_kind: str = ""
     outcome: str = ""
     error: str | None = None
+    view: Any = None
 
 
 @dataclass

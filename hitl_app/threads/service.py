@@ -454,6 +454,7 @@ class ThreadService:
         finally:
             tick.cancel()
             flush()
+        view: ThreadView | None = None
         try:
             view = await self._pending(thread_id)
             if claimed and view.pending is not None and view.pending.interrupt_id == claimed:
@@ -465,11 +466,12 @@ class ThreadService:
                 view = view.model_copy(update={"error": error})
         except Exception as exc:  # noqa: BLE001
             log.exception("could not read back thread %s after run", thread_id)
+            view = None
             if outcome != "failed":
                 outcome, error = "failed", f"{type(exc).__name__}: {exc}"
         finally:
             self._tasks.pop(thread_id, None)
-            bus.publish(thread_id, RunEvent(kind="ended", run_id=run_id, outcome=outcome, error=error))
+            bus.publish(thread_id, RunEvent(kind="ended", run_id=run_id, outcome=outcome, error=error, view=view))
 
     async def wait(self, thread_id: str, timeout: float = 30) -> None:
         """Wait until the thread's live run (if any) ends (for tests and scripts)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -27,10 +28,66 @@ from hitl_app.ui.rows import CardRow, MessageRow, ThreadRow, card_rows, message_
 
 log = logging.getLogger("hitl_app.ui")
 
-FREEZE_AT = 600
-"""Streamed text longer than this (characters) is frozen into a chunk, so flushes resend only the tail."""
 COMPOSER_ID = "composer-text"
 """DOM id of the composer's text area: cleared only once a message is accepted (a refused one stays)."""
+LIVE_CHECK_S = 0.5
+"""How often (seconds) a watcher re-checks, between live deltas, that its tab still wants it."""
+
+_ACTIVE_WATCH: dict[str, str] = {}
+"""Client token -> id of the tab's current watcher (process-local, like the run bus), so a watcher
+can tell it was replaced without taking the state lock on every delta."""
+
+
+def _row_keys(rows: Any) -> list[tuple[str, ...]]:
+    return [(r.key, r.role, r.text, r.tool_name, r.outcome, r.args_json, r.result, r.audit) for r in rows]
+
+
+def live_script(key: str, seq: int, text: str, reset: bool) -> rx.event.EventSpec:
+    """The client call that appends ``text`` to the live bubble ``key`` (see ``LIVE_JS``).
+
+    Append-only: each call carries only new text; ``reset`` replaces the text (a late joiner's
+    snapshot, or the first delta of a bubble). ``seq`` numbers the calls of one key from 0, so a
+    repeated or out-of-order call is ignored instead of duplicating text.
+    """
+    args = [key, seq, text, 1] if reset else [key, seq, text]
+    return rx.call_script(f"hitlLive({json.dumps(args, ensure_ascii=False, separators=(',', ':'))})")
+
+
+LIVE_JS = r"""
+window.hitlLive = function (a) {
+  var key = a[0], seq = a[1], text = a[2], reset = !!a[3];
+  var B = window.__hitlLive || (window.__hitlLive = {order: []});
+  var b = B[key];
+  if (reset) {
+    b = B[key] = {text: text, seq: seq};
+    B.order.push(key);
+    while (B.order.length > 8) delete B[B.order.shift()];
+  } else if (b && seq === b.seq + 1) {
+    b.text += text; b.seq = seq;
+  } else {
+    return;
+  }
+  var tries = 0;
+  var paint = function () {
+    var el = document.querySelector('[data-live="' + key + '"]');
+    if (!el) {
+      if (++tries < 200) setTimeout(paint, 15);
+      return;
+    }
+    if (!reset && el.__hitlLen === b.text.length - text.length) {
+      el.appendChild(document.createTextNode(text));
+    } else {
+      el.textContent = b.text;
+    }
+    el.__hitlLen = b.text.length;
+  };
+  paint();
+};
+"""
+"""Defines ``window.hitlLive`` (in the page head): keeps each live bubble's text in a JS buffer
+keyed by ``ChatState.live_key`` and appends each delta as a text node to the element with
+``data-live=<key>``; if that element is not rendered yet it retries every 15 ms (up to 3 s) and
+then paints the whole buffer. React never re-renders the streamed text."""
 WATCH_IDLE_S = 900
 """A tab's watcher waits this long (seconds) for a new run before it exits (restarted on any action)."""
 
@@ -88,8 +145,7 @@ class ChatState(SessionState):
 
     tid: str = ""
     messages: list[MessageRow] = []
-    stream_chunks: list[str] = []
-    stream_tail: str = ""
+    live_key: str = ""
     streaming: bool = False
     status: str = "idle"
     notice: str = ""
@@ -124,7 +180,9 @@ class ChatState(SessionState):
     async def _apply_view(self, view: ThreadView) -> None:
         service = get_service()
         audit = await service.audit_for_thread(view.thread_id)
-        self.messages = message_rows(view.messages, audit)
+        rows = message_rows(view.messages, audit)
+        if _row_keys(rows) != _row_keys(self.messages):
+            self.messages = rows  # unchanged rows are not resent (the whole list goes on each change)
         self.status = view.status
         if view.status == "failed":
             self.run_error = (view.error or "The run failed.").splitlines()[0][:500]
@@ -145,7 +203,7 @@ class ChatState(SessionState):
         tid = path.rsplit("/", 1)[-1] if path.startswith("/thread/") else ""
         self.tid = tid
         self.worker_pid = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.messages, self.stream_chunks, self.stream_tail = [], [], ""
+        self.messages, self.live_key = [], ""
         self.load_error = self.run_error = self.composer_error = self.notice = ""
         service = get_service()
         try:
@@ -207,53 +265,66 @@ class ChatState(SessionState):
 
     def _begin_stream(self) -> None:
         self.streaming = True
-        self.stream_chunks, self.stream_tail = [], ""
+        self._new_live_key()
         self.status = "running"
 
     # ---------------------------------------------------------------- streaming
-    def _append(self, delta: str, reset: bool) -> None:
-        if reset:
-            self.stream_chunks, self.stream_tail = [], ""
-        tail = self.stream_tail + delta
-        if len(tail) > FREEZE_AT:
-            cut = tail.rfind("\n", 0, len(tail) - 80)
-            if cut < FREEZE_AT // 2:
-                cut = tail.rfind(" ", 0, len(tail) - 40)
-            if cut > 0:
-                self.stream_chunks = [*self.stream_chunks, tail[: cut + 1]]
-                tail = tail[cut + 1 :]
-        self.stream_tail = tail
+    def _new_live_key(self) -> str:
+        """A fresh key for the live bubble: React mounts a new, empty text element for it."""
+        self.live_key = uuid.uuid4().hex[:8]
+        return self.live_key
 
     @rx.event(background=True)
     async def watch(self):
         """Follow the thread's runs for this tab: live text, then the checkpointed result.
 
-        One watcher per tab: a newer watcher (or a different thread) makes this one exit.
+        One watcher per tab: a newer watcher (or a different thread) makes this one exit. Live
+        text goes to the browser append-only (``live_script``), outside the state lock; the
+        state changes only when a bubble starts and at message boundaries.
         """
         my_id = uuid.uuid4().hex
         async with self:
             self._watch_id = my_id
             tid = self.tid
             owner = self.browser_id
+            token = self.router.session.client_token
+        _ACTIVE_WATCH[token] = my_id
         service = get_service()
         try:  # a forged call must not stream another browser's thread to this tab
             await service.check_access(tid, owner)
         except ThreadError:
             return
-        while True:
-            generation = service.bus.generation(tid)
-            async for event in service.subscribe(tid):
-                async with self:
-                    if self._watch_id != my_id or self.tid != tid:
-                        return
-                    if event.kind == "text":
-                        self.streaming = True
-                        self._append(event.delta, event.reset)
-                    elif event.kind == "started":
-                        self._begin_stream()
-                if event.kind in ("boundary", "ended"):
+        try:
+            while True:
+                generation = service.bus.generation(tid)
+                key, seq, last_check = "", -1, time.monotonic()
+                async for event in service.subscribe(tid):
+                    if event.kind == "text" and key and not event.reset:
+                        if _ACTIVE_WATCH.get(token) != my_id:
+                            return
+                        if time.monotonic() - last_check > LIVE_CHECK_S:
+                            last_check = time.monotonic()
+                            async with self:
+                                if self._watch_id != my_id or self.tid != tid:
+                                    return
+                        if event.delta:
+                            seq += 1
+                            yield live_script(key, seq, event.delta, False)
+                        continue
+                    if event.kind in ("text", "started"):
+                        async with self:
+                            if self._watch_id != my_id or self.tid != tid:
+                                return
+                            if event.kind == "started":
+                                self._begin_stream()
+                            elif not self.streaming:
+                                self.streaming = True
+                            key, seq = self.live_key or self._new_live_key(), 0
+                        yield live_script(key, seq, event.delta if event.kind == "text" else "", True)
+                        continue
+                    # boundary / ended: the committed messages come from the checkpoint
                     try:
-                        view = await service.load(tid, owner=owner)
+                        view = event.view if event.view is not None else await service.load(tid, owner=owner)
                     except Exception:  # noqa: BLE001 - shown below as a run error
                         log.exception("reload failed thread=%s", tid)
                         view = None
@@ -262,7 +333,7 @@ class ChatState(SessionState):
                             return
                         if view is not None:
                             await self._apply_view(view)
-                        self.stream_chunks, self.stream_tail = [], ""
+                        key, seq = self._new_live_key(), 0
                         if event.kind == "ended":
                             self.streaming = False
                             if event.outcome == "failed":
@@ -270,18 +341,23 @@ class ChatState(SessionState):
                                 self.run_error = (event.error or "The run failed.").splitlines()[0][:500]
                             elif event.outcome == "stopped" and self.status == "incomplete":
                                 self.notice = "Stopped. The partial reply was not kept; send a new message or press Continue."
+                    if event.kind == "boundary":
+                        yield live_script(key, seq, "", True)
                     if event.kind == "ended":
                         yield ThreadListState.refresh
                         yield WorkspaceState.refresh_if_open
-            async with self:
-                if self._watch_id != my_id or self.tid != tid:
-                    return
-                self.streaming = service.is_running(tid)
-            if not await service.bus.wait_for_run(tid, after=generation, timeout=WATCH_IDLE_S):
                 async with self:
-                    if self._watch_id == my_id:
-                        self._watch_id = ""
-                return
+                    if self._watch_id != my_id or self.tid != tid:
+                        return
+                    self.streaming = service.is_running(tid)
+                if not await service.bus.wait_for_run(tid, after=generation, timeout=WATCH_IDLE_S):
+                    async with self:
+                        if self._watch_id == my_id:
+                            self._watch_id = ""
+                    return
+        finally:
+            if _ACTIVE_WATCH.get(token) == my_id:
+                del _ACTIVE_WATCH[token]
 
 
 class ReviewState(ChatState):

@@ -41,15 +41,20 @@ the review (opening an editor) never move the page."""
 
 
 def streaming_bubble() -> rx.Component:
-    """The reply being streamed: plain text (markdown is rendered once the message settles)."""
+    """The reply being streamed: plain text (markdown is rendered once the message settles).
+
+    The text element is keyed by ``ChatState.live_key`` and filled by ``window.hitlLive``
+    (``state.LIVE_JS``) from append-only deltas; React renders it once, empty, per bubble, and
+    never re-renders the text. "Thinking…" is a CSS ``::before`` shown while it is empty (so it
+    is not part of the bubble's text).
+    """
     return rx.cond(
         ChatState.streaming,
         rx.box(
-            rx.foreach(ChatState.stream_chunks, lambda chunk: rx.text.span(chunk)),
-            rx.text.span(ChatState.stream_tail),
-            rx.cond(
-                (ChatState.stream_tail == "") & (ChatState.stream_chunks.length() == 0),
-                rx.hstack(rx.spinner(size="1"), rx.text("Thinking…", size="2", color=theme.MUTED), align="center"),
+            rx.el.span(
+                key=ChatState.live_key,
+                custom_attrs={"data-live": ChatState.live_key},
+                style={"&:empty::before": {"content": '"Thinking…"', "color": theme.MUTED}},
             ),
             custom_attrs={"data-testid": "streaming-message", "data-role": "assistant"},
             background=theme.BUBBLE_ASSISTANT_BG,

@@ -1,0 +1,195 @@
+"""``python -m bench [--smoke] [--repeats N] [--out PATH] [--sections 1,2,...]``: run the benchmark, print the table, write JSON.
+
+Starts the app in prod mode (tests/helpers/app_server.py ``AppServer``) three times with the
+demo model at the paces the sections need: 100 words/s (sections 2, 3, 6), 0 = unpaced (4) and
+20 words/s (5); each server gets its own data folder and the model trace hook
+(bench/_inject/sitecustomize.py). Section 1 (the floor) runs in this process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench.common import summary
+from bench.report import SECTIONS, render_table
+
+ROOT = Path(__file__).resolve().parents[1]
+INJECT = Path(__file__).resolve().parent / "_inject"
+
+
+def _config(smoke: bool, repeats: int | None) -> dict[str, Any]:
+    if smoke:
+        return {"wps": 100, "n_main": 100, "n_ws": [50, 100], "repeats": repeats or 1, "review_repeats": 1, "burst_n": 300,
+                "conc_sessions": [1, 3], "conc_words": 20, "conc_wps": 20, "long_messages": 100}
+    return {"wps": 100, "n_main": 2000, "n_ws": [200, 2000], "repeats": repeats or 3, "review_repeats": 5, "burst_n": 2000,
+            "conc_sessions": [1, 10, 50], "conc_words": 200, "conc_wps": 20, "long_messages": 1000}
+
+
+def _server(data_dir: Path, wps: float, trace_dir: Path):
+    sys.path.insert(0, str(ROOT))
+    from tests.helpers.app_server import AppServer
+
+    env = {
+        "HITL_DEMO_WPS": str(wps),
+        "HITL_BENCH_TRACE_DIR": str(trace_dir),
+        "PYTHONPATH": os.pathsep.join([str(INJECT), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
+    return AppServer(data_dir, env=env).start()
+
+
+def _guard(results: dict[str, Any], key: str, fn) -> None:
+    t0 = time.monotonic()
+    try:
+        results[key] = fn()
+    except Exception as exc:  # noqa: BLE001 - a failed section is reported, the others still run
+        traceback.print_exc()
+        results[key] = {"error": f"{type(exc).__name__}: {exc}"}
+    results[key]["section_s"] = round(time.monotonic() - t0, 1)
+    print(f"[bench] {key} done in {results[key]['section_s']} s", file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; returns 0 when every section produced figures, 1 otherwise."""
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser.add_argument("--smoke", action="store_true", help="small N, 1 repeat, few sessions (CI; < 3 minutes)")
+    parser.add_argument("--repeats", type=int, default=None, help="repeated runs per measurement (default 3)")
+    parser.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/<time>[-smoke].json)")
+    parser.add_argument("--sections", default="1,2,3,4,5,6", help="which sections to run, e.g. 1,2")
+    parser.add_argument("--label", default="", help="a label stored in the JSON (e.g. before/after)")
+    args = parser.parse_args(argv)
+    cfg = _config(args.smoke, args.repeats)
+    want = {int(s) for s in args.sections.split(",") if s.strip()}
+    started = time.monotonic()
+    results: dict[str, Any] = {
+        "label": args.label,
+        "smoke": args.smoke,
+        "config": cfg,
+        "when": datetime.now(UTC).isoformat(timespec="seconds"),
+        "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+    }
+    tmp = Path(tempfile.mkdtemp(prefix="hitl-bench-"))
+    try:
+        from bench import appbench, browser, floor, seed
+
+        if 1 in want:
+            def sec1():
+                main = floor.run_floor(cfg["n_main"], cfg["wps"], cfg["repeats"])
+                ws = {str(n): main if n == cfg["n_main"] else floor.run_floor(n, cfg["wps"], cfg["repeats"]) for n in cfg["n_ws"]}
+                return {"main": main, "ws": ws, "burst": floor.run_floor(cfg["burst_n"], 0, cfg["repeats"])}
+            _guard(results, "floor", sec1)
+        if want & {2, 3, 6}:
+            data = tmp / "paced"
+            trace = data / "trace"
+            long_tid = seed.seed_long_thread(data, cfg["long_messages"]) if 6 in want else None
+            server = _server(data, cfg["wps"], trace)
+            try:
+                if 2 in want:
+                    _guard(results, "ws", lambda: {str(n): appbench.run_ws_replies(server.url, n, cfg["repeats"], server.proc.pid) for n in cfg["n_ws"]})
+                if want & {3, 6}:
+                    bb = browser.BrowserBench(server.url, trace)
+                    try:
+                        if 3 in want:
+                            def sec3():
+                                runs = [bb.stream_reply(cfg["n_main"]) for _ in range(cfg["repeats"])]
+                                reviews = [bb.review_flow() for _ in range(cfg["review_repeats"])]
+                                return _browser_summary(runs, reviews, bb.errors)
+                            _guard(results, "browser", sec3)
+                        if 6 in want:
+                            _guard(results, "long_thread", lambda: _long_summary([bb.open_long_thread(long_tid, cfg["long_messages"]) for _ in range(cfg["repeats"])]))
+                    finally:
+                        bb.close()
+            finally:
+                server.stop()
+        if 4 in want:
+            data = tmp / "burst"
+            server = _server(data, 0, data / "trace")
+            try:
+                bb = browser.BrowserBench(server.url, data / "trace")
+                try:
+                    def sec4():
+                        runs = [bb.stream_reply(cfg["burst_n"]) for _ in range(cfg["repeats"])]
+                        return {
+                            "n_words": cfg["burst_n"],
+                            "send_to_complete_ms": summary([r["send_to_complete_ms"] for r in runs]),
+                            "longest_task_ms": summary([r["longest_task_ms"] for r in runs]),
+                            "main_thread_ms_per_token": summary([r["main_thread_ms_per_token"] for r in runs]),
+                            "errors": bb.errors[:10],
+                            "runs": [{k: v for k, v in r.items() if k != "lags_ms"} for r in runs],
+                        }
+                    _guard(results, "burst", sec4)
+                finally:
+                    bb.close()
+            finally:
+                server.stop()
+        if 5 in want:
+            data = tmp / "conc"
+            server = _server(data, cfg["conc_wps"], data / "trace")
+            try:
+                def sec5():
+                    out = {}
+                    for k in cfg["conc_sessions"]:
+                        out[str(k)] = appbench.run_concurrency(server.url, k, cfg["conc_words"], server.proc.pid, data / "trace")
+                        time.sleep(1)
+                    return out
+                _guard(results, "concurrency", sec5)
+            finally:
+                server.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    results["total_s"] = round(time.monotonic() - started, 1)
+    out = args.out or ROOT / "bench" / "results" / (datetime.now().strftime("%Y%m%d-%H%M%S") + ("-smoke" if args.smoke else "") + ".json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2, default=str))
+    print(render_table(results))
+    print(f"\nJSON: {out}")
+    missing = [s for s in SECTIONS if s in results and "error" in results[s]]
+    return 1 if missing else 0
+
+
+def _browser_summary(runs: list[dict[str, Any]], reviews: list[dict[str, Any]], errors: list[str]) -> dict[str, Any]:
+    lags = [x for r in runs for x in r["lags_ms"]]
+    return {
+        "n_words": runs[0]["words_seen_streaming"] if runs else 0,
+        "send_to_complete_ms": summary([r["send_to_complete_ms"] for r in runs]),
+        "lag_ms": summary(lags),
+        "model_first_to_last_ms": summary([r["model_first_to_last_ms"] for r in runs if r["model_first_to_last_ms"] is not None]),
+        "last_emitted_to_complete_ms": summary([r["last_emitted_to_complete_ms"] for r in runs if r["last_emitted_to_complete_ms"] is not None]),
+        "main_thread_ms_per_token": summary([r["main_thread_ms_per_token"] for r in runs]),
+        "script_s": summary([r["script_s"] for r in runs]),
+        "longest_task_ms": summary([r["longest_task_ms"] for r in runs]),
+        "long_tasks": summary([r["long_tasks"] for r in runs]),
+        "send_to_first_token_ms": summary([r["send_to_first_token_ms"] for r in runs if r["send_to_first_token_ms"] is not None]),
+        "interrupt_to_card_ms": summary([r["interrupt_to_card_ms"] for r in reviews if r["interrupt_to_card_ms"] is not None]),
+        "submit_to_first_resumed_token_ms": summary([r["submit_to_first_resumed_token_ms"] for r in reviews]),
+        "page_errors": errors[:10],
+        "runs": [{k: v for k, v in r.items() if k != "lags_ms"} for r in runs],
+        "reviews": reviews,
+    }
+
+
+def _long_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "messages_in_dom": runs[0]["messages_in_dom"] if runs else 0,
+        "interactive_ms": summary([r["interactive_ms"] for r in runs]),
+        "card_visible_ms": summary([r["card_visible_ms"] for r in runs]),
+        "first_click_round_trip_ms": summary([r["first_click_round_trip_ms"] for r in runs]),
+        "longest_task_ms": summary([r["longest_task_ms"] for r in runs]),
+        "runs": runs,
+    }
+
+
+if __name__ == "__main__":
+    sys.exit(main())

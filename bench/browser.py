@@ -1,0 +1,207 @@
+"""Sections 3, 4 and 6: the app in headless Chromium (Playwright, Debian's /usr/bin/chromium).
+
+Method (all times are epoch milliseconds; the page uses ``performance.timeOrigin +
+performance.now()``, the server's model trace uses ``time.time()``; same machine, same clock):
+
+* An init script installs a MutationObserver on the whole document. After each batch of DOM
+  mutations it counts the words in ``[data-testid=streaming-message]`` (the demo model's tokens
+  are single words, so word k of the DOM text is token k) and stamps the first time the count
+  reaches each k. It also stamps the first appearance of an ``approval-card`` and of a new
+  committed assistant ``message``, and (capture phase) every click on an element with a test id.
+* Per-token lag = DOM time of word k - the time the model emitted token k, read from the model
+  trace written in the server (bench/_inject/sitecustomize.py). "Page shows the whole reply" =
+  first time N words are in the streaming bubble or the committed message has appeared.
+* Main-thread time: CDP ``Performance.getMetrics`` TaskDuration (and ScriptDuration) difference
+  between just before Send and the end of the reply, divided by the tokens. Long tasks: a
+  ``PerformanceObserver`` of type ``longtask`` (entries are tasks over 50 ms).
+* Interrupt to card = the card's DOM time - the model's last chunk (the tool call) in the trace.
+  Submit to first resumed token = first word of the resumed reply - the click on Approve all.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from bench.common import read_traces, summary
+
+INIT_JS = r"""
+(() => {
+  const now = () => performance.timeOrigin + performance.now();
+  const B = (window.__bench = { words: [], cardAt: null, finalAt: null, clicks: {}, longtasks: [], assistants0: 0, msgsAt: null, msgTarget: -1 });
+  try {
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) B.longtasks.push({ start: performance.timeOrigin + e.startTime, dur: e.duration });
+    }).observe({ type: "longtask", buffered: true });
+  } catch (e) {}
+  document.addEventListener("click", (ev) => {
+    const el = ev.target.closest && ev.target.closest("[data-testid]");
+    if (el) B.clicks[el.dataset.testid] = now();
+  }, true);
+  B.reset = () => {
+    B.words = []; B.cardAt = null; B.finalAt = null;
+    B.assistants0 = document.querySelectorAll("[data-testid=message][data-role=assistant]").length;
+  };
+  const scan = () => {
+    const t = now();
+    const s = document.querySelector("[data-testid=streaming-message]");
+    if (s) {
+      const text = s.textContent || "";
+      if (!text.includes("Thinking\u2026")) {
+        const trimmed = text.trim();
+        const n = trimmed ? trimmed.split(/\s+/).length : 0;
+        while (B.words.length < n) B.words.push(t);
+      }
+    }
+    if (B.cardAt === null && document.querySelector("[data-testid=approval-card] [data-testid^=decision-]")) B.cardAt = t;
+    if (B.finalAt === null && document.querySelectorAll("[data-testid=message][data-role=assistant]").length > B.assistants0) B.finalAt = t;
+    if (B.msgTarget >= 0 && B.msgsAt === null && document.querySelectorAll("[data-testid=message]").length >= B.msgTarget) B.msgsAt = t;
+  };
+  new MutationObserver(scan).observe(document, { subtree: true, childList: true, characterData: true });
+})();
+"""
+
+
+def _metrics(cdp) -> dict[str, float]:
+    return {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+
+
+class BrowserBench:
+    """One Chromium and helpers to run the measured flows against ``base_url``."""
+
+    def __init__(self, base_url: str, trace_dir: Path):
+        from playwright.sync_api import sync_playwright
+
+        from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS
+
+        self.base_url = base_url
+        self.trace_dir = trace_dir
+        self._pw = sync_playwright().start()
+        self.browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        self.errors: list[str] = []
+
+    def close(self) -> None:
+        """Close the browser and Playwright."""
+        self.browser.close()
+        self._pw.stop()
+
+    def _page(self, thread_id: str | None = None):
+        context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        context.add_init_script(INIT_JS)
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
+        page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" and "favicon" not in m.text and "Failed to load resource" not in m.text else None)
+        tid = thread_id or str(uuid.uuid4())
+        page.goto(f"{self.base_url}/thread/{tid}")
+        page.wait_for_function("() => window.__bench && document.querySelector('[data-testid=composer-input]')")
+        cdp = context.new_cdp_session(page)
+        cdp.send("Performance.enable")
+        return context, page, cdp, tid
+
+    @staticmethod
+    def _send(page, text: str) -> None:
+        page.wait_for_function("() => !document.querySelector('[data-testid=composer-input]').disabled")
+        page.evaluate("() => window.__bench.reset()")
+        page.get_by_test_id("composer-input").fill(text)
+        page.get_by_test_id("send-button").click()
+
+    def stream_reply(self, n_words: int) -> dict[str, Any]:
+        """Send ``stream N words`` in a fresh tab; returns the reply's figures (ms unless named)."""
+        context, page, cdp, tid = self._page()
+        try:
+            page.wait_for_timeout(300)
+            before = _metrics(cdp)
+            self._send(page, f"stream {n_words} words")
+            page.wait_for_function(f"() => window.__bench.words.length >= {n_words} || window.__bench.finalAt !== null", timeout=n_words * 200 + 60_000)
+            page.wait_for_function("() => window.__bench.finalAt !== null")
+            page.wait_for_timeout(100)
+            after = _metrics(cdp)
+            b = page.evaluate("() => ({words: window.__bench.words, finalAt: window.__bench.finalAt, clicks: window.__bench.clicks, longtasks: window.__bench.longtasks})")
+        finally:
+            context.close()
+        click = b["clicks"]["send-button"]
+        words = b["words"]
+        complete = words[n_words - 1] if len(words) >= n_words else b["finalAt"]
+        traces = read_traces(self.trace_dir, tid)
+        emitted = [t * 1000 for t in traces[-1]["t"]] if traces else []
+        lags = [w - e for w, e in zip(words, emitted)]
+        in_window = [lt for lt in b["longtasks"] if lt["start"] >= click - 1]
+        task_s = after["TaskDuration"] - before["TaskDuration"]
+        return {
+            "thread_id": tid,
+            "send_to_complete_ms": complete - click,
+            "send_to_first_token_ms": (words[0] - click) if words else None,
+            "model_first_to_last_ms": (emitted[-1] - emitted[0]) if emitted else None,
+            "words_seen_streaming": len(words),
+            "last_emitted_to_complete_ms": (complete - emitted[-1]) if emitted else None,
+            "lags_ms": lags,
+            "task_s": task_s,
+            "script_s": after["ScriptDuration"] - before["ScriptDuration"],
+            "main_thread_ms_per_token": task_s * 1000 / n_words,
+            "longest_task_ms": max((lt["dur"] for lt in in_window), default=0.0),
+            "long_tasks": len(in_window),
+        }
+
+    def review_flow(self) -> dict[str, Any]:
+        """Send an email request: interrupt -> card, then Approve all -> first resumed token (ms)."""
+        context, page, cdp, tid = self._page()
+        try:
+            self._send(page, "email alice@example.com about the report: it is ready")
+            page.wait_for_function("() => window.__bench.cardAt !== null", timeout=30_000)
+            b1 = page.evaluate("() => ({cardAt: window.__bench.cardAt, clicks: window.__bench.clicks})")
+            page.wait_for_timeout(200)
+            page.evaluate("() => window.__bench.reset()")
+            page.get_by_test_id("approve-all").click()
+            page.wait_for_function("() => window.__bench.words.length >= 1 || window.__bench.finalAt !== null", timeout=30_000)
+            page.wait_for_function("() => window.__bench.finalAt !== null", timeout=60_000)
+            b2 = page.evaluate("() => ({words: window.__bench.words, finalAt: window.__bench.finalAt, clicks: window.__bench.clicks})")
+        finally:
+            context.close()
+        traces = read_traces(self.trace_dir, tid)
+        tool_call_at = traces[0]["t_end"] * 1000 if traces else None
+        first_resumed = b2["words"][0] if b2["words"] else b2["finalAt"]
+        return {
+            "thread_id": tid,
+            "interrupt_to_card_ms": (b1["cardAt"] - tool_call_at) if tool_call_at else None,
+            "send_to_card_ms": b1["cardAt"] - b1["clicks"]["send-button"],
+            "submit_to_first_resumed_token_ms": first_resumed - b2["clicks"]["approve-all"],
+        }
+
+    def open_long_thread(self, thread_id: str, n_messages: int) -> dict[str, Any]:
+        """Navigate to a seeded thread; time (ms from navigation start) until every message and the card are in the DOM."""
+        context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        context.add_init_script(INIT_JS + f"\nwindow.__bench.msgTarget = {n_messages};")
+        page = context.new_page()
+        page.set_default_timeout(120_000)
+        try:
+            page.goto(f"{self.base_url}/thread/{thread_id}")
+            page.wait_for_function("() => window.__bench.cardAt !== null && window.__bench.msgsAt !== null")
+            # interactive: a click on the card is handled (the choice shows) - a real round trip
+            t_click = page.evaluate("() => performance.timeOrigin + performance.now()")
+            page.get_by_test_id("decision-reject").first.click()
+            page.locator("[data-testid=reject-message]").first.wait_for()
+            t_ack = page.evaluate("() => performance.timeOrigin + performance.now()")
+            b = page.evaluate("() => ({cardAt: window.__bench.cardAt, msgsAt: window.__bench.msgsAt, origin: performance.timeOrigin, longtasks: window.__bench.longtasks, n: document.querySelectorAll('[data-testid=message]').length})")
+        finally:
+            context.close()
+        return {
+            "messages_in_dom": b["n"],
+            "card_visible_ms": b["cardAt"] - b["origin"],
+            "all_messages_ms": b["msgsAt"] - b["origin"],
+            "interactive_ms": max(b["cardAt"], b["msgsAt"]) - b["origin"],
+            "first_click_round_trip_ms": t_ack - t_click,
+            "longest_task_ms": max((lt["dur"] for lt in b["longtasks"]), default=0.0),
+        }
+
+
+def lag_summary(lags: list[float]) -> dict[str, Any]:
+    """Median/p95 of per-token lags (ms)."""
+    return summary(lags)
+
+
+def wait_idle(seconds: float = 0.5) -> None:
+    """Let the server settle between runs."""
+    time.sleep(seconds)

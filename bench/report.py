@@ -1,0 +1,118 @@
+"""The printed table: each figure beside its target from issue 5 (targets are reported, never asserted)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+SECTIONS = ("floor", "ws", "browser", "burst", "concurrency", "long_thread")
+
+
+def _g(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, dict) or p not in d:
+            return None
+        d = d[p]
+    return d
+
+
+def _fmt(v: Any, unit: str = "") -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        return f"{v:,.3f}{unit}" if abs(v) < 10 else f"{v:,.1f}{unit}"
+    return f"{v}{unit}"
+
+
+def _ratio(a: Any, b: Any) -> float | None:
+    return a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+
+
+def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]:
+    """(section, metric, median, p95, target text, met?) for every figure."""
+    out: list[tuple[str, str, Any, Any, str, bool | None]] = []
+
+    def add(section: str, metric: str, med: Any, p95: Any = None, target: str = "", ok: bool | None = None) -> None:
+        out.append((section, metric, med, p95, target, ok))
+
+    f = r.get("floor", {})
+    if "error" in f:
+        add("1 floor", "error", f["error"])
+    n_main = _g(r, "config", "n_main")
+    if f and "error" not in f:
+        add("1 floor", f"{n_main} tok @ {_g(r, 'config', 'wps')}/s: start->last token s", _g(f, "main", "total_s", "median"), _g(f, "main", "total_s", "p95"))
+        for n, fl in (f.get("ws") or {}).items():
+            add("1 floor", f"{n} tok: start->last token s", _g(fl, "total_s", "median"), _g(fl, "total_s", "p95"))
+        add("1 floor", f"{_g(r, 'config', 'burst_n')} tok unpaced: start->last token s", _g(f, "burst", "total_s", "median"), _g(f, "burst", "total_s", "p95"))
+    ws = r.get("ws", {})
+    if "error" in ws:
+        add("2 websocket", "error", ws["error"])
+    for n, w in ws.items():
+        if not isinstance(w, dict) or "n_words" not in w:
+            continue
+        med = _g(w, "send_to_last_token_s", "median")
+        add("2 websocket", f"{n} tok: send->last token s", med, _g(w, "send_to_last_token_s", "p95"))
+        add("2 websocket", f"{n} tok: app/floor", _ratio(med, _g(f, "ws", n, "total_s", "median")), None)
+        b = _g(w, "bytes_ratio", "median")
+        add("2 websocket", f"{n} tok: ws bytes / reply text bytes", b, _g(w, "bytes_ratio", "p95"), "<= 3", None if b is None else b <= 3)
+        add("2 websocket", f"{n} tok: backend CPU s / 1k tokens", _g(w, "cpu_s_per_1k_tokens", "median"), _g(w, "cpu_s_per_1k_tokens", "p95"))
+        add("2 websocket", f"{n} tok: streamed text == committed; errors", w.get("text_matches"), len(w.get("errors") or []))
+    br = r.get("browser", {})
+    if "error" in br:
+        add("3 browser", "error", br["error"])
+    elif br:
+        med = _g(br, "send_to_complete_ms", "median")
+        floor_ms = (_g(f, "main", "total_s", "median") or 0) * 1000 or None
+        ratio = _ratio(med, floor_ms)
+        add("3 browser", f"{n_main} tok: send->whole reply in page ms", med, _g(br, "send_to_complete_ms", "p95"))
+        add("3 browser", f"{n_main} tok: page/floor (headline)", ratio, _ratio(_g(br, "send_to_complete_ms", "p95"), floor_ms), "<= 1.02", None if ratio is None else ratio <= 1.02)
+        add("3 browser", "model in the app server: first->last token ms", _g(br, "model_first_to_last_ms", "median"), _g(br, "model_first_to_last_ms", "p95"))
+        add("3 browser", "last token emitted -> whole reply in page ms", _g(br, "last_emitted_to_complete_ms", "median"), _g(br, "last_emitted_to_complete_ms", "p95"))
+        add("3 browser", "per-token lag ms (p50 | p95)", _g(br, "lag_ms", "median"), _g(br, "lag_ms", "p95"), "p95 <= 60", None if _g(br, "lag_ms", "p95") is None else _g(br, "lag_ms", "p95") <= 60)
+        mt = _g(br, "main_thread_ms_per_token", "median")
+        add("3 browser", "main-thread ms / token", mt, _g(br, "main_thread_ms_per_token", "p95"), "<= 1", None if mt is None else mt <= 1)
+        add("3 browser", "longest task ms; long tasks (>50 ms) per reply", _g(br, "longest_task_ms", "median"), _g(br, "long_tasks", "median"))
+        for key, label in (("send_to_first_token_ms", "send -> first token ms"), ("submit_to_first_resumed_token_ms", "submit -> first resumed token ms")):
+            p = _g(br, key, "p95")
+            add("3 browser", label, _g(br, key, "median"), p, "p95 <= 150", None if p is None else p <= 150)
+        p = _g(br, "interrupt_to_card_ms", "p95")
+        add("3 browser", "interrupt (model tool call) -> card ms", _g(br, "interrupt_to_card_ms", "median"), p, "p95 <= 50", None if p is None else p <= 50)
+        add("3 browser", "page errors", len(br.get("page_errors") or []), None, "0", not br.get("page_errors"))
+    bu = r.get("burst", {})
+    if "error" in bu:
+        add("4 burst", "error", bu["error"])
+    elif bu:
+        m = _g(bu, "send_to_complete_ms", "median")
+        add("4 burst", f"{bu.get('n_words')} tok unpaced: send->whole reply ms", m, _g(bu, "send_to_complete_ms", "p95"), "<= 1500", None if m is None else m <= 1500)
+        lt = _g(bu, "longest_task_ms", "median")
+        add("4 burst", "longest main-thread task ms", lt, _g(bu, "longest_task_ms", "p95"), "<= 100", None if lt is None else lt <= 100)
+    co = r.get("concurrency", {})
+    if "error" in co:
+        add("5 concurrency", "error", co["error"])
+    for k, c in co.items():
+        if not isinstance(c, dict) or "sessions" not in c:
+            continue
+        p = _g(c, "lag_ms", "p95")
+        big = int(k) >= 50
+        add("5 concurrency", f"{k} sessions x {c['n_words']} tok: lag ms (p50 | p95)", _g(c, "lag_ms", "p50"), p, "p95 <= 250" if big else "", (p is not None and p <= 250) if big else None)
+        add("5 concurrency", f"{k} sessions: errors", c["errors"], None, "0", c["errors"] == 0)
+        add("5 concurrency", f"{k} sessions: backend RSS MB (before | peak)", c.get("rss_mb_before"), c.get("rss_mb_peak"))
+    lo = r.get("long_thread", {})
+    if "error" in lo:
+        add("6 long thread", "error", lo["error"])
+    elif lo:
+        m = _g(lo, "interactive_ms", "median")
+        add("6 long thread", f"{lo.get('messages_in_dom')} messages + review: navigation -> interactive ms", m, _g(lo, "interactive_ms", "p95"), "<= 1000", None if m is None else m <= 1000)
+        add("6 long thread", "first click round trip ms; longest task ms", _g(lo, "first_click_round_trip_ms", "median"), _g(lo, "longest_task_ms", "median"))
+    return out
+
+
+def render_table(r: dict[str, Any]) -> str:
+    """The results as a fixed-width table (median, p95, target, met)."""
+    head = ("section", "metric", "median", "p95", "target", "met")
+    body = [(s, m, _fmt(a), _fmt(b), t, "" if ok is None else ("yes" if ok else "NO")) for s, m, a, b, t, ok in rows(r)]
+    widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(6)]
+    line = lambda cols: "  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cols, widths)))  # noqa: E731
+    title = f"hitl_app streaming benchmark {r.get('label') or ''} {'(smoke: targets not meaningful)' if r.get('smoke') else ''} git {r.get('git')} total {r.get('total_s')} s"
+    return "\n".join([title, line(head), line(["-" * w for w in widths]), *(line(b) for b in body)])
