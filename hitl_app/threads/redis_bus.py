@@ -68,7 +68,9 @@ return 0
 
 
 def _encode(event: RunEvent) -> str:
-    return json.dumps(dataclasses.asdict(event))
+    """JSON for pub/sub. ``view`` (the process-local ThreadView of an ended run) is left out: a
+    subscriber on another worker reloads the thread from the shared checkpoint instead."""
+    return json.dumps(dataclasses.asdict(dataclasses.replace(event, view=None)))
 
 
 def _decode(data: str) -> RunEvent:
