@@ -9,7 +9,9 @@ on one port (../shared/reference/reflex-offline.md).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
 import socket
 import subprocess
 import time
@@ -55,11 +57,30 @@ class AppServer:
         self.port = port or free_port()
         self.log_path = log_path or self.data_dir / "server.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.app_root: Path | None = None
 
     @property
     def url(self) -> str:
         """Base URL, e.g. ``http://127.0.0.1:3456``."""
         return f"http://127.0.0.1:{self.port}"
+
+    def _app_root(self) -> Path:
+        """A private app folder for this server: links to the sources, its own ``.web``.
+
+        Reflex's prod build writes the backend's port into ``.web``; two servers built in one
+        folder would overwrite each other's build, and a page of the first would then talk to the
+        second server's port. So each server gets a folder of symlinks (sources, .venv, .tools) and
+        a copy of ``reflex.lock``; Reflex creates ``.web`` there (bun installs from its cache).
+        """
+        if self.app_root is None:
+            self.app_root = Path(tempfile.mkdtemp(prefix=f"hitl-app-{self.port}-"))
+            for entry in ROOT.iterdir():
+                if entry.name in (".web", ".states", "data", ".git", "reflex.lock", "test-artifacts") or entry.name.endswith("build-lock"):
+                    continue
+                (self.app_root / entry.name).symlink_to(entry)
+            if (ROOT / "reflex.lock").is_dir():
+                shutil.copytree(ROOT / "reflex.lock", self.app_root / "reflex.lock")
+        return self.app_root
 
     def start(self, timeout: float = 240) -> "AppServer":
         """Start the server and wait until ``/ping`` answers and the page is served.
@@ -69,7 +90,7 @@ class AppServer:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         cmd = [str(ROOT / ".venv/bin/reflex"), "run", "--env", "prod", "--frontend-port", str(self.port), "--backend-port", str(self.port), "--loglevel", "info"]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=reflex_env(self.env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(cmd, cwd=self._app_root(), env=reflex_env(self.env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -101,6 +122,9 @@ class AppServer:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=10)
         self.proc = None
+        if self.app_root is not None:
+            shutil.rmtree(self.app_root, ignore_errors=True)
+            self.app_root = None
         # the granian workers may outlive the parent by a moment; wait for the port to free up
         for _ in range(50):
             with socket.socket() as s:
