@@ -298,7 +298,9 @@ class ChatState(SessionState):
             while True:
                 generation = service.bus.generation(tid)
                 key, seq, last_check = "", -1, time.monotonic()
+                saw_end = False
                 async for event in service.subscribe(tid):
+                    saw_end = saw_end or event.kind == "ended"
                     if event.kind == "text" and key and not event.reset:
                         if _ACTIVE_WATCH.get(token) != my_id:
                             return
@@ -346,6 +348,20 @@ class ChatState(SessionState):
                     if event.kind == "ended":
                         yield ThreadListState.refresh
                         yield WorkspaceState.refresh_if_open
+                if not saw_end:
+                    # No live run was seen ending. If this tab expects one (it just sent or
+                    # submitted), the run may have ended before we subscribed: read the result.
+                    async with self:
+                        if self._watch_id != my_id or self.tid != tid:
+                            return
+                        expecting = self.streaming
+                    if expecting and not service.is_running(tid):
+                        view = await service.load(tid, owner=owner)
+                        async with self:
+                            if self._watch_id != my_id or self.tid != tid:
+                                return
+                            await self._apply_view(view)
+                        yield ThreadListState.refresh
                 async with self:
                     if self._watch_id != my_id or self.tid != tid:
                         return
