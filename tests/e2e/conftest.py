@@ -11,12 +11,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 from tests.helpers.app_server import AppServer
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.e2e
+
+# CI machines are shared and slow at times: assertions wait up to 15 s (Playwright's default is 5 s).
+# This is a ceiling for a condition to become true, not a timing goal: timing lives in the benchmark.
+expect.set_options(timeout=15_000)
 
 
 @pytest.fixture(scope="session")
