@@ -171,9 +171,12 @@ class BrowserBench:
         }
 
     def open_long_thread(self, thread_id: str, n_messages: int) -> dict[str, Any]:
-        """Navigate to a seeded thread; time (ms from navigation start) until every message and the card are in the DOM."""
+        """Navigate to a seeded thread; time (ms from navigation start) until the card and the first page of
+        messages (``MESSAGE_PAGE``, the latest ones: the page shows no more before "Show earlier") are in the DOM."""
+        from hitl_app.ui.rows import MESSAGE_PAGE
+
         context = self.browser.new_context(viewport={"width": 1280, "height": 900})
-        context.add_init_script(INIT_JS + f"\nwindow.__bench.msgTarget = {n_messages};")
+        context.add_init_script(INIT_JS + f"\nwindow.__bench.msgTarget = {min(n_messages, MESSAGE_PAGE)};")
         page = context.new_page()
         page.set_default_timeout(120_000)
         try:

@@ -124,6 +124,7 @@ class ThreadService:
         self.flush_interval = flush_interval
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._settling: dict[str, asyncio.Future[None]] = {}
         self.bus.on_stop = self._cancel_local
 
     # ------------------------------------------------------------------ reading
@@ -157,7 +158,9 @@ class ThreadService:
         return view
 
     async def list_threads(self, *, owner: str | None, limit: int = 50) -> list[ThreadSummary]:
-        """Threads of ``owner``, most recently active first."""
+        """Threads of ``owner``, most recently active first (after any run's index rows are written)."""
+        if self._settling:
+            await asyncio.wait(list(self._settling.values()), timeout=2)
         async with self._session() as session:
             stmt = select(ThreadRecord).order_by(col(ThreadRecord.updated_at).desc()).limit(limit)
             if owner:
@@ -459,9 +462,6 @@ class ThreadService:
             view = await self._pending(thread_id)
             if claimed and view.pending is not None and view.pending.interrupt_id == claimed:
                 await self._release_claim(claimed)
-            if view.pending is not None:
-                await self._record_review_requested(view.pending)
-            await self._touch_thread(thread_id, owner=None, pending=view.pending is not None)
             if outcome == "failed" and view.error is None and error:
                 view = view.model_copy(update={"error": error})
         except Exception as exc:  # noqa: BLE001
@@ -469,9 +469,27 @@ class ThreadService:
             view = None
             if outcome != "failed":
                 outcome, error = "failed", f"{type(exc).__name__}: {exc}"
+        # The tabs get the result first (the card's latency, issue 5); the index rows are written
+        # after, under the thread lock, so a submission or a new turn waits for them, and
+        # ``list_threads`` waits for them through ``_settling``.
+        settled = asyncio.get_running_loop().create_future()
+        self._settling[thread_id] = settled
+        try:
+            async with self._lock(thread_id):
+                self._tasks.pop(thread_id, None)
+                bus.publish(thread_id, RunEvent(kind="ended", run_id=run_id, outcome=outcome, error=error, view=view))
+                if view is not None:
+                    try:
+                        if view.pending is not None:
+                            await self._record_review_requested(view.pending)
+                        await self._touch_thread(thread_id, owner=None, pending=view.pending is not None)
+                    except Exception:  # noqa: BLE001 - the run's result is already shown; the index lags
+                        log.exception("thread index not updated after run thread=%s", thread_id)
         finally:
             self._tasks.pop(thread_id, None)
-            bus.publish(thread_id, RunEvent(kind="ended", run_id=run_id, outcome=outcome, error=error, view=view))
+            if self._settling.get(thread_id) is settled:
+                del self._settling[thread_id]
+            settled.set_result(None)
 
     async def wait(self, thread_id: str, timeout: float = 30) -> None:
         """Wait until the thread's live run (if any) ends (for tests and scripts)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -10,6 +11,10 @@ from typing import Any
 from hitl_app.review.types import PendingReview
 from hitl_app.threads.service import AuditEntry
 from hitl_app.threads.views import MessageView
+
+MESSAGE_PAGE = 50
+"""How many of the most recent rows a thread shows at first; "Show earlier messages" adds this many
+more (a 1,000-message thread would otherwise render every row, with a markdown parse each, on load)."""
 
 
 @dataclass
@@ -101,8 +106,10 @@ def audit_line(entry: AuditEntry) -> str:
     return f"{verb} by {entry.reviewer}, {at:%H:%M} UTC, waited {humanize_wait(entry.waited_seconds)}"
 
 
-def message_rows(views: list[MessageView], audit: dict[str, AuditEntry]) -> list[MessageRow]:
+def message_rows(views: list[MessageView], audit: Mapping[str, AuditEntry | str]) -> list[MessageRow]:
     """Rows for the chat: user/assistant bubbles and compact tool rows with their outcome.
+
+    ``audit`` maps a tool call id to its decision (an ``AuditEntry``, or its ``audit_line`` text).
 
     Tool rows answering one assistant message are shown in the order of its tool calls (the order
     of the approval cards), not in checkpoint order: HumanInTheLoopMiddleware writes rejected and
@@ -121,7 +128,7 @@ def message_rows(views: list[MessageView], audit: dict[str, AuditEntry]) -> list
                     outcome=v.outcome or "executed",
                     args_json=pretty(v.args) if v.args is not None else "",
                     result=v.result or "",
-                    audit=audit_line(entry) if entry else "",
+                    audit=entry if isinstance(entry, str) else audit_line(entry) if entry else "",
                 )
             )
         elif v.text.strip() or v.role == "user":

@@ -24,7 +24,7 @@ from hitl_app.runtime import get_service
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import ThreadView
 from hitl_app.ui.workspace_state import WorkspaceState
-from hitl_app.ui.rows import CardRow, MessageRow, ThreadRow, card_rows, message_rows, relative_time
+from hitl_app.ui.rows import MESSAGE_PAGE, CardRow, MessageRow, ThreadRow, audit_line, card_rows, message_rows, relative_time
 
 log = logging.getLogger("hitl_app.ui")
 
@@ -145,6 +145,10 @@ class ChatState(SessionState):
 
     tid: str = ""
     messages: list[MessageRow] = []
+    hidden_count: int = 0
+    _start: int = -1
+    _audit_ids: list[str] = []
+    _audit_lines: dict[str, str] = {}
     live_key: str = ""
     streaming: bool = False
     status: str = "idle"
@@ -178,9 +182,14 @@ class ChatState(SessionState):
 
     # ---------------------------------------------------------------- loading
     async def _apply_view(self, view: ThreadView) -> None:
-        service = get_service()
-        audit = await service.audit_for_thread(view.thread_id)
-        rows = message_rows(view.messages, audit)
+        rows = message_rows(view.messages, await self._audit_for(view))
+        # the window: rows from ``_start`` on (new rows append below; earlier ones come on request)
+        if self._start < 0:
+            self._start = max(0, len(rows) - MESSAGE_PAGE)
+        self._start = min(self._start, max(0, len(rows) - MESSAGE_PAGE))
+        rows = rows[self._start :]
+        if self.hidden_count != self._start:
+            self.hidden_count = self._start
         if _row_keys(rows) != _row_keys(self.messages):
             self.messages = rows  # unchanged rows are not resent (the whole list goes on each change)
         self.status = view.status
@@ -195,6 +204,34 @@ class ChatState(SessionState):
         review = await self.get_state(ReviewState)
         review._show(view.pending)
 
+    async def _audit_for(self, view: ThreadView) -> dict[str, Any]:
+        """The audit entries of the view's tool rows, queried only when a tool row is new to this tab.
+
+        Sound because a decision's audit row is written (the claim) before the graph resumes, so
+        before the tool message it explains exists: a tool row already seen has its entry already.
+        """
+        ids = [v.tool_call_id or "" for v in view.messages if v.role == "tool"]
+        known = set(self._audit_ids)
+        if all(i in known for i in ids):
+            return {i: line for i, line in self._audit_lines.items()}
+        audit = await get_service().audit_for_thread(view.thread_id)
+        self._audit_ids = ids
+        self._audit_lines = {i: audit_line(e) for i, e in audit.items()}
+        return dict(self._audit_lines)
+
+    @rx.event
+    async def show_earlier(self):
+        """Show the previous ``MESSAGE_PAGE`` rows of the thread (the "Show earlier messages" button)."""
+        if not self.tid or self._start <= 0:
+            return
+        try:
+            view = await get_service().load(self.tid, owner=self.browser_id)
+        except ThreadError as exc:
+            self.load_error = exc.message
+            return
+        self._start = max(0, self._start - MESSAGE_PAGE)
+        await self._apply_view(view)
+
     @rx.event
     async def load_thread(self):
         """on_load of /thread/[thread_id]: read the thread from the checkpoint (never runs the graph)."""
@@ -204,6 +241,7 @@ class ChatState(SessionState):
         self.tid = tid
         self.worker_pid = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.messages, self.live_key = [], ""
+        self._start, self._audit_ids, self._audit_lines = -1, [], {}
         self.load_error = self.run_error = self.composer_error = self.notice = ""
         service = get_service()
         try:
