@@ -19,15 +19,18 @@ export PYTHONUNBUFFERED := 1
 
 .PHONY: run test setup setup-test bench bench-smoke clean
 
+# The stamps hold a copy of the requirements they installed: a file whose time changed but whose
+# content did not (Reflex touches requirements.txt on start) does not reinstall anything.
 $(VENV)/.installed: requirements.txt
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements.txt
-	touch $@
+	@if cmp -s requirements.txt $@; then touch $@; else \
+	  set -e; [ -x $(PY) ] || $(PYTHON) -m venv $(VENV); \
+	  $(PY) -m pip install -q --upgrade pip; \
+	  $(PY) -m pip install -q -r requirements.txt; \
+	  cp requirements.txt $@; fi
 
 $(VENV)/.installed-test: $(VENV)/.installed requirements-test.txt
-	$(PY) -m pip install -q -r requirements-test.txt
-	touch $@
+	@if cmp -s requirements-test.txt $@; then touch $@; else \
+	  set -e; $(PY) -m pip install -q -r requirements-test.txt; cp requirements-test.txt $@; fi
 
 $(TOOLS)/node_modules/.bin/bun:
 	npm install --prefix $(TOOLS) --no-audit --no-fund --loglevel=error bun@$(BUN_VERSION)

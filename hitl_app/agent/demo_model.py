@@ -96,7 +96,7 @@ _REJECT_REASON = re.compile(r"with reason: (?P<reason>.*)$", re.DOTALL)
 
 HELP_TEXT = (
     "I am the offline demo model. I can: email <address> about <subject>: <body>; "
-    "write <path>: <content>; delete <path>; sql: <query>; ask me <question>; read records; "
+    "write <path>: <content>; delete <path>; sql: <query>; ask me <question>; read records (or read outbox); "
     "wait <N> seconds; stream <N> words; fail after <N> words. Join requests with 'and' or ';'."
 )
 
@@ -169,6 +169,7 @@ def _intro_sentence(calls: Sequence[tuple[str, dict[str, Any]]]) -> str:
 
 def _intent(name: str, args: dict[str, Any]) -> str:
     """Verb phrase for a planned call, e.g. 'send an email to a@b.c'."""
+    raw, args = args, _escaped(args)
     match name:
         case "send_email":
             return f"send an email to {args.get('to')}"
@@ -177,7 +178,7 @@ def _intent(name: str, args: dict[str, Any]) -> str:
         case "delete_file":
             return f"delete {args.get('path')}"
         case "execute_sql":
-            return f"run the SQL statement `{args.get('query')}`"
+            return f"run the SQL statement {_code(raw.get('query'))}"
         case "ask_user":
             return "ask you a question"
         case "read_data":
@@ -189,6 +190,7 @@ def _intent(name: str, args: dict[str, Any]) -> str:
 
 def _done(name: str, args: dict[str, Any], result: str) -> str:
     """Past-tense sentence body (no final period) for a call that ran with ``args``."""
+    raw, args = args, _escaped(args)
     match name:
         case "send_email":
             return f"sent the email to {args.get('to')} (subject: {args.get('subject')})"
@@ -197,7 +199,7 @@ def _done(name: str, args: dict[str, Any], result: str) -> str:
         case "delete_file":
             return f"deleted {args.get('path')}"
         case "execute_sql":
-            return f"ran `{args.get('query')}`: {_short(result)}"
+            return f"ran {_code(raw.get('query'))}: {_short(result)}"
         case "ask_user":
             return f"asked '{args.get('question')}': {_short(result)}"
         case "read_data":
@@ -209,6 +211,7 @@ def _done(name: str, args: dict[str, Any], result: str) -> str:
 
 def _thing(name: str, args: dict[str, Any]) -> str:
     """Noun phrase for a call that did not happen, e.g. 'the delete of notes/old.txt'."""
+    raw, args = args, _escaped(args)
     match name:
         case "send_email":
             return f"the email to {args.get('to')}"
@@ -217,7 +220,7 @@ def _thing(name: str, args: dict[str, Any]) -> str:
         case "delete_file":
             return f"the delete of {args.get('path')}"
         case "execute_sql":
-            return f"the SQL statement `{args.get('query')}`"
+            return f"the SQL statement {_code(raw.get('query'))}"
         case "ask_user":
             return "the question"
         case "read_data":
@@ -228,9 +231,34 @@ def _thing(name: str, args: dict[str, Any]) -> str:
 
 
 def _short(text: str, limit: int = 200) -> str:
-    """One-line excerpt of ``text``, at most ``limit`` characters."""
+    """One-line excerpt of ``text``, at most ``limit`` characters, markdown-escaped, no final period."""
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    flat = flat if len(flat) <= limit else flat[: limit - 1] + "…"
+    return _md(flat.rstrip("."))
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()<>#+!|~])")
+
+
+def _md(value: Any) -> str:
+    """``value`` as text with markdown's special characters escaped.
+
+    The app renders assistant text as markdown; values the user typed (an email subject with
+    ``[x](javascript:...)`` or ``<img ...>``) must read back literally, not as a link or dropped HTML.
+    """
+    return _MD_SPECIAL.sub(r"\\\1", str(value))
+
+
+def _code(value: Any) -> str:
+    """``value`` as an inline code span (safe for values containing backticks)."""
+    text = str(value)
+    fence = "``" if "`" in text else "`"
+    pad = " " if "`" in text else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _escaped(args: dict[str, Any]) -> dict[str, Any]:
+    return {k: _md(v) for k, v in args.items()}
 
 
 def _cap(sentence: str) -> str:
@@ -252,10 +280,10 @@ def summarize_tool_result(tool_call: dict[str, Any], message: ToolMessage | None
     source = extra.get("lc_source")
     decision = (extra.get("lc_data") or {}).get("decision")
     if source == HITL_SOURCE and decision == "respond":
-        return f"You answered: {content}."
+        return f"You answered: {_short(content, 2000)}."
     if source == HITL_SOURCE and decision == "reject":
         m = _REJECT_REASON.search(content)
-        reason = f" (reason: {m['reason'].strip()})" if m else ""
+        reason = f" (reason: {_short(m['reason'], 2000)})" if m else ""
         return f"{_cap(_thing(name, args))} did not happen: the reviewer rejected it{reason}."
     if source == GUARD_SOURCE:
         return f"{_cap(_thing(name, args))} did not happen: {content}"
@@ -270,11 +298,11 @@ def summarize_tool_result(tool_call: dict[str, Any], message: ToolMessage | None
         if message.status == "error":
             return (
                 f"A reviewer edited the call before it ran ({new_name} with "
-                f"{json.dumps(new_args)}), but it failed: {_short(result)}"
+                f"{_code(json.dumps(new_args))}), but it failed: {_short(result)}"
             )
         return f"A reviewer edited the call before it ran: {_done(new_name, new_args, result)} instead."
     if message.status == "error":
-        return f"{name} failed: {_short(content)}"
+        return f"{name} failed: {_short(content)}."
     return _cap(_done(name, args, content)) + "."
 
 

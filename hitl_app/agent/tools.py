@@ -33,12 +33,13 @@ import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Annotated, Any
 
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import Field
 from sqlalchemy import Engine, func
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, create_engine, select
 
 from hitl_app.store.tables import OutboxMail, Record, ToolEffect
@@ -47,7 +48,11 @@ MAX_PATH_BYTES = 1024
 MAX_NAME_BYTES = 255
 MAX_ROWS = 50
 MAX_WAIT_SECONDS = 30.0
-_EMAIL_RE = re.compile(r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[A-Za-z]{2,}$")
+_EMAIL_PATTERN = r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[A-Za-z]{2,}$"
+_EMAIL_RE = re.compile(_EMAIL_PATTERN)
+
+EmailAddress = Annotated[str, Field(pattern=_EMAIL_PATTERN, description="an email address like name@example.com")]
+"""The ``to`` of ``send_email``: checked by the tool's schema, so an edit with a bad address is refused on the card."""
 
 SEED_FILES: dict[str, str] = {
     "notes/old.txt": "Old notes from last quarter. Safe to delete.\n",
@@ -340,9 +345,16 @@ class DemoWorkspace:
 
         def effect() -> str:
             if name == "records":
-                with Session(self.demo_engine) as session:
-                    rows = session.exec(select(Record).order_by(Record.id).limit(MAX_ROWS)).all()
-                    data = [r.model_dump() for r in rows]
+                try:
+                    with Session(self.demo_engine) as session:
+                        rows = session.exec(select(Record).order_by(Record.id).limit(MAX_ROWS)).all()
+                        data = [r.model_dump() for r in rows]
+                except SQLAlchemyError as exc:  # e.g. the table was dropped with execute_sql
+                    detail = str(getattr(exc, "orig", exc)).splitlines()[0]
+                    raise ToolException(
+                        f"The records table cannot be read ({detail}). It may have been changed with SQL; "
+                        "restarting the app recreates it."
+                    ) from None
             else:
                 with Session(self.engine) as session:
                     mails = session.exec(
@@ -382,7 +394,7 @@ def build_tools(workspace: DemoWorkspace) -> list[BaseTool]:
     ``ToolMessage(status="error")`` with the error text as content.
     """
 
-    def send_email(to: str, subject: str, body: str, runtime: ToolRuntime) -> str:
+    def send_email(to: EmailAddress, subject: str, body: str, runtime: ToolRuntime) -> str:
         """Send an email: stores it in the outbox. `to` must be an email address."""
         return workspace.send_email(effect_key(runtime), to, subject, body)
 
@@ -419,4 +431,20 @@ def build_tools(workspace: DemoWorkspace) -> list[BaseTool]:
         return workspace.run_once(effect_key(runtime), "slow_task", effect)
 
     funcs = [send_email, write_file, delete_file, execute_sql, ask_user, read_data, slow_task]
-    return [StructuredTool.from_function(f, handle_tool_error=True) for f in funcs]
+    return [
+        StructuredTool.from_function(f, handle_tool_error=True, handle_validation_error=_invalid_arguments)
+        for f in funcs
+    ]
+
+
+def _invalid_arguments(exc: Exception) -> str:
+    """The ToolMessage text for arguments that do not fit a tool's schema (the tool did not run)."""
+    errors = getattr(exc, "errors", lambda: [])()
+    parts = []
+    for err in errors[:3]:
+        field = ".".join(str(p) for p in err.get("loc", ())) or "arguments"
+        if err.get("type") == "string_pattern_mismatch" and field == "to":
+            parts.append(f"`to` is not a valid email address (got {err.get('input')!r})")
+        else:
+            parts.append(f"`{field}`: {err.get('msg')}")
+    return "Not run: invalid arguments: " + ("; ".join(parts) or str(exc)) + "."

@@ -21,6 +21,11 @@ MAX_EDIT_JSON_CHARS = 64 * 1024
 """Largest edited-arguments JSON text accepted from a reviewer, in characters."""
 MAX_MESSAGE_CHARS = 20_000
 """Largest composer message, reject reason or respond message, in characters."""
+MAX_PASTE_CHARS = 2_000_000
+"""Browser-side cap on any text box (``maxlength``). Above the limits above, so an oversize paste
+reaches the server and is refused with its real size; below the websocket's 8 MiB message limit
+(``REFLEX_SOCKET_MAX_HTTP_BUFFER_SIZE`` in rxconfig.py) even at 4 bytes a character, so the
+connection never drops."""
 
 
 class ActionRequest(BaseModel):

@@ -21,6 +21,7 @@ from hitl_app.review.types import (
     Decision,
     EditDecision,
     PendingReview,
+    RespondDecision,
     decision_payload,
 )
 
@@ -90,6 +91,10 @@ def pydantic_args_validator(schema: type[BaseModel]) -> ArgsValidator:
             }.get(err["type"])
             if kind:
                 raise ArgsError(f"field `{field}` must be {kind} (got {_describe(err.get('input'))})") from None
+            if err["type"] == "string_pattern_mismatch":
+                info = schema.model_fields.get(str(err["loc"][0])) if err["loc"] else None
+                expected = f" (expected {info.description})" if info is not None and info.description else ""
+                raise ArgsError(f"field `{field}` has the wrong format{expected}, got {_describe(err.get('input'))}") from None
             raise ArgsError(f"field `{field}`: {err['msg']}") from None
 
     return check
@@ -112,7 +117,7 @@ def parse_args_json(text: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise ReviewError(
-            f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.", code="bad_json"
+            f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).", code="bad_json"
         ) from None
     if not isinstance(value, dict):
         raise ReviewError("The arguments must be a JSON object, like {\"to\": \"...\"}.", code="bad_json")
@@ -205,6 +210,10 @@ def validate_submission(
                 card_index=index,
                 code="malformed",
             ) from None
+        if isinstance(decision, RespondDecision) and not decision.message.strip():
+            raise ReviewError(
+                f"Write an answer for {action.name} before submitting.", card_index=index, code="missing_message"
+            )
         if isinstance(decision, EditDecision):
             if decision.edited_action.name != action.name:
                 raise ReviewError(

@@ -253,7 +253,7 @@ class ThreadService:
             if view.pending is not None:
                 raise ThreadError(
                     "Decide the pending review first: the agent is waiting on "
-                    f"{len(view.pending.action_requests)} action(s).",
+                    + (f"{n} actions." if (n := len(view.pending.action_requests)) != 1 else "1 action."),
                     code="review_pending",
                 )
             await self._touch_thread(thread_id, owner=owner, title=text)
@@ -284,7 +284,7 @@ class ThreadService:
         await self.check_access(thread_id, owner)
         async with self._lock(thread_id):
             if self.is_running(thread_id):
-                raise ReviewError("This review was already decided; the agent is running.", code="stale")
+                raise ReviewError("This review was already decided (the agent went on with those decisions).", code="stale")
             view = await self._pending(thread_id)
             payload = validate_submission(view.pending, interrupt_id, decisions, self.validators)
             review = view.pending
@@ -300,7 +300,7 @@ class ThreadService:
                 )
             except ThreadError:
                 await self._release_claim(review.interrupt_id)
-                raise ReviewError("This review was already decided; the agent is running.", code="stale") from None
+                raise ReviewError("This review was already decided (the agent went on with those decisions).", code="stale") from None
             try:  # the claim is made and the run started: a lagging sidebar index must not fail it
                 await self._touch_thread(thread_id, owner=owner, pending=False)
             except (OperationalError, InterfaceError, sqlite3.OperationalError) as exc:

@@ -172,7 +172,7 @@ class ChatState(SessionState):
         if self.streaming:
             return "The agent is answering. Press Stop to end the run."
         if self.status == "review":
-            return "The agent is waiting for your review below: decide every card, then submit."
+            return "The agent is waiting for your review above: decide every card, then submit."
         return ""
 
     @rx.var
@@ -192,14 +192,17 @@ class ChatState(SessionState):
             self.hidden_count = self._start
         if _row_keys(rows) != _row_keys(self.messages):
             self.messages = rows  # unchanged rows are not resent (the whole list goes on each change)
-        self.status = view.status
-        if view.status == "failed":
+        status = view.status
+        if status == "incomplete" and get_service().is_running(view.thread_id):
+            status = "running"  # a run is live (e.g. a reload mid-stream): not a stopped one
+        self.status = status
+        if status == "failed":
             self.run_error = (view.error or "The run failed.").splitlines()[0][:500]
-        elif view.status == "incomplete" and not self.run_error:
+        elif status == "incomplete" and not self.run_error:
             self.notice = "The last run stopped before it finished."
-        if view.status not in ("failed",):
+        if status != "failed":
             self.run_error = ""
-        if view.status != "incomplete":
+        if status != "incomplete":
             self.notice = ""
         review = await self.get_state(ReviewState)
         review._show(view.pending)
@@ -276,7 +279,7 @@ class ChatState(SessionState):
         (await self.get_state(ReviewState)).review_error = ""
         self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
         self._begin_stream()
-        return [rx.set_value(COMPOSER_ID, ""), ChatState.watch]
+        return [rx.set_value(COMPOSER_ID, ""), ChatState.watch, ThreadListState.refresh]
 
     @rx.event
     async def stop(self):
@@ -473,8 +476,14 @@ class ReviewState(ChatState):
 
     @rx.var
     def can_approve_all(self) -> bool:
-        """"Approve all" is offered when every card allows approve."""
-        return bool(self.cards) and all("approve" in c.allowed for c in self.cards)
+        """Offered while some card is undecided and every undecided card allows approve."""
+        undecided = [c for c in self.cards if c.choice == ""]
+        return bool(undecided) and all("approve" in c.allowed for c in undecided)
+
+    @rx.var
+    def approve_all_label(self) -> str:
+        """"Approve all", or "Approve the rest" once some card is decided (those decisions stay)."""
+        return "Approve the rest" if any(c.choice for c in self.cards) else "Approve all"
 
     @rx.var
     def submit_label(self) -> str:
@@ -579,7 +588,8 @@ class ReviewState(ChatState):
 
     async def _submit(self):
         if not self.cards:
-            self.review_error = "Nothing to submit: this review was already decided or is no longer pending."
+            if not self.streaming:  # a second click while the first submission runs says nothing
+                self.review_error = "Nothing to submit: this review was already decided or is no longer pending."
             return
         decisions = self._decisions()
         service = get_service()
@@ -595,8 +605,10 @@ class ReviewState(ChatState):
                 self.review_error = exc.message
                 return ChatState.watch
             if exc.card_index is not None and 0 <= exc.card_index < len(self.cards):
-                self._set(exc.card_index, error=exc.message)
-            self.review_error = exc.message
+                self._set(exc.card_index, error=exc.message)  # shown on its card, not twice
+                self.review_error = ""
+            else:
+                self.review_error = exc.message
             return
         except ThreadError as exc:
             self.review_error = exc.message
@@ -607,9 +619,19 @@ class ReviewState(ChatState):
 
     @rx.event
     async def approve_all(self):
-        """Approve every card and submit."""
+        """Approve every card the reviewer has not decided yet, then submit.
+
+        Decisions already made (a reject with its reason, a checked edit, an answer) are kept; a
+        card whose edit is still open is not overwritten: the reviewer is asked to finish it.
+        """
+        open_edits = [c for c in self.cards if c.choice == "edit" and (c.editing or c.index not in self._edited)]
+        if open_edits:
+            card = open_edits[0]
+            self._set(card.index, error="Finish this edit (Check edit) or cancel it before approving the rest.")
+            self.review_error = ""
+            return
         for card in list(self.cards):
-            if "approve" in card.allowed:
+            if card.choice == "" and "approve" in card.allowed:
                 self._set(card.index, choice="approve", editing=False, edit_error="", error="")
         return await self._submit()
 

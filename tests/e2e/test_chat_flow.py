@@ -182,3 +182,41 @@ def test_sidebar_lists_threads_with_title_and_pending_badge(page: Page, app_serv
     page.wait_for_url(first)
     expect(messages(page, "assistant")).to_have_count(1)
     expect(page.get_by_test_id("approval-card")).to_have_count(0)
+
+
+def test_approve_the_rest_keeps_decisions_already_made(page: Page, app_server: AppServer):
+    """QA finding: "Approve all" must not overwrite a Reject (or an edit) the reviewer chose."""
+    target = app_server.data_dir / "files" / "notes" / "keep.txt"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("keep me")
+
+    open_new_thread(page, app_server)
+    send(page, "email gil@rest.example.com about one and delete notes/keep.txt and email hal@rest.example.com about two")
+    expect(cards(page)).to_have_count(3)
+    expect(page.get_by_test_id("approve-all")).to_have_text("Approve all")
+
+    card(page, 1).get_by_test_id("decision-reject").click()
+    reason = card(page, 1).get_by_test_id("reject-message")
+    reason.fill("keep it")
+    reason.blur()
+    # an edit left open is not overwritten: the reviewer is asked to finish it
+    card(page, 2).get_by_test_id("decision-edit").click()
+    page.get_by_test_id("approve-all").click()
+    expect(card(page, 2).get_by_test_id("card-error")).to_contain_text("Finish this edit")
+    expect(messages(page, "tool")).to_have_count(0)
+    card(page, 2).get_by_test_id("edit-json").fill('{"to": "ivy@rest.example.com", "subject": "two", "body": ""}')
+    card(page, 2).get_by_test_id("edit-check").click()
+    expect(page.get_by_test_id("decided-count")).to_have_text("2 of 3 decided")
+    expect(page.get_by_test_id("approve-all")).to_have_text("Approve the rest")
+    page.get_by_test_id("approve-all").click()
+
+    tools = messages(page, "tool")
+    expect(tools).to_have_count(3)
+    outcomes = sorted(tools.nth(i).get_attribute("data-outcome") for i in range(3))
+    assert outcomes == ["edited", "executed", "rejected"]
+    wait_idle(page)
+    assert target.exists(), "the rejected delete must not run"
+    open_workspace(page)
+    expect(page.locator("[data-testid=outbox-mail][data-to='gil@rest.example.com']")).to_have_count(1)
+    expect(page.locator("[data-testid=outbox-mail][data-to='ivy@rest.example.com']")).to_have_count(1)
+    expect(page.locator("[data-testid=outbox-mail][data-to='hal@rest.example.com']")).to_have_count(0)

@@ -176,7 +176,7 @@ def test_summary_tool_error_is_not_called_a_rejection(model):
     c = _call("delete_file", {"path": "notes/none.txt"}, "c1")
     tm = ToolMessage("File not found: notes/none.txt", name="delete_file", tool_call_id="c1", status="error")
     text = _summary(model, [c], [tm])
-    assert text == "delete_file failed: File not found: notes/none.txt"
+    assert text == "delete_file failed: File not found: notes/none.txt."
 
 
 def test_summary_one_sentence_per_call_in_call_order(model):
@@ -197,3 +197,20 @@ def test_make_model_picks_demo_and_explains_bad_specs():
     assert isinstance(demo, DemoChatModel) and demo.words_per_second == 7
     with pytest.raises(ModelConfigError, match="HITL_MODEL='nosuch:model'.*Set HITL_MODEL=demo"):
         make_model(SimpleNamespace(model="nosuch:model", demo_words_per_second=7))
+
+
+def test_summary_shows_user_text_literally_under_markdown():
+    """Values the user typed are escaped: a link or HTML in a subject reads back as typed."""
+    from hitl_app.agent.demo_model import summarize_tool_result
+
+    call = {"name": "send_email", "id": "c9", "args": {"to": "a@example.com", "subject": "[x](javascript:alert(1)) <img src=x>", "body": ""}}
+    text = summarize_tool_result(call, ToolMessage("Email sent.", name="send_email", tool_call_id="c9"))
+    assert r"\[x\]\(javascript:alert\(1\)\) \<img src=x\>" in text
+
+
+def test_summary_of_sql_write_has_one_final_period():
+    from hitl_app.agent.demo_model import summarize_tool_result
+
+    call = {"name": "execute_sql", "id": "c8", "args": {"query": "UPDATE records SET amount = 1 WHERE id = -1"}}
+    text = summarize_tool_result(call, ToolMessage("0 rows affected.", name="execute_sql", tool_call_id="c8"))
+    assert text.endswith("0 rows affected.") and not text.endswith("..")

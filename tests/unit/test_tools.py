@@ -141,3 +141,25 @@ def test_read_data_and_other_tools(tools):
     assert call(tools["read_data"], "r2", table="users").status == "error"
     assert call(tools["ask_user"], "a1", question="?").text == "No answer was given."
     assert call(tools["slow_task"], "s1", seconds=0).text == "Waited 0 s"
+
+
+def test_read_records_after_the_table_was_dropped_is_a_tool_error_not_a_crash(tmp_path):
+    """QA: an approved `DROP TABLE records` must not make later reads crash the run."""
+    import sqlite3
+
+    from langchain_core.tools import ToolException
+
+    from hitl_app.agent.tools import DemoWorkspace
+    from hitl_app.store.db import make_engines
+
+    engines = make_engines(f"sqlite:///{tmp_path / 'app.sqlite'}")
+    ws = DemoWorkspace(tmp_path / "files", engines.sync, tmp_path / "demo.sqlite")
+    ws.ensure()
+    conn = sqlite3.connect(tmp_path / "demo.sqlite")
+    conn.execute("DROP TABLE records")
+    conn.commit()
+    conn.close()
+    with pytest.raises(ToolException, match="records table cannot be read"):
+        ws.read_data("t:c1", "records")
+    ws.ensure()  # what a restart does
+    assert "amount" in ws.read_data("t:c2", "records")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from hitl_app.review.types import MAX_EDIT_JSON_CHARS, MAX_MESSAGE_CHARS
+from hitl_app.review.types import MAX_PASTE_CHARS
 from hitl_app.ui import theme
 from hitl_app.ui.rows import ArgRow, CardRow
 from hitl_app.ui.state import ReviewState
@@ -53,7 +53,7 @@ def _editor(card: CardRow) -> rx.Component:
             font_family=theme.MONO,
             rows="8",
             width="100%",
-            max_length=MAX_EDIT_JSON_CHARS * 3,
+            max_length=MAX_PASTE_CHARS,
             spell_check=False,
             data_testid="edit-json",
         ),
@@ -100,7 +100,7 @@ def approval_card(card: CardRow) -> rx.Component:
                     placeholder="Reason (optional, shown to the agent)",
                     default_value=card.reason,
                     on_blur=lambda value: ReviewState.set_reason(card.index, value),
-                    max_length=MAX_MESSAGE_CHARS * 2,
+                    max_length=MAX_PASTE_CHARS,
                     width="100%",
                     data_testid="reject-message",
                 ),
@@ -111,7 +111,7 @@ def approval_card(card: CardRow) -> rx.Component:
                     placeholder="Your answer (required)",
                     default_value=card.answer,
                     on_blur=lambda value: ReviewState.set_answer(card.index, value),
-                    max_length=MAX_MESSAGE_CHARS * 2,
+                    max_length=MAX_PASTE_CHARS,
                     width="100%",
                     data_testid="respond-message",
                 ),
@@ -164,7 +164,7 @@ def _cards_panel() -> rx.Component:
             rx.hstack(
                 rx.button(ReviewState.submit_label, on_click=ReviewState.submit, size="3", data_testid="submit-decisions",
                           variant=rx.cond(ReviewState.all_decided, "solid", "soft")),
-                rx.cond(ReviewState.can_approve_all, rx.button("Approve all", on_click=ReviewState.approve_all, size="3", variant="outline", color_scheme="green", data_testid="approve-all")),
+                rx.cond(ReviewState.can_approve_all, rx.button(ReviewState.approve_all_label, on_click=ReviewState.approve_all, size="3", variant="outline", color_scheme="green", data_testid="approve-all")),
                 spacing="3",
             ),
             spacing="3",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from hitl_app.review.types import MAX_MESSAGE_CHARS
+from hitl_app.review.types import MAX_PASTE_CHARS
 from hitl_app.ui import theme
 from hitl_app.ui.components.approval_card import review_panel
 from hitl_app.ui.components.message import message
@@ -117,7 +117,7 @@ def composer() -> rx.Component:
                     enter_key_submit=True,
                     auto_height=True,
                     rows="1",
-                    max_length=MAX_MESSAGE_CHARS * 5,
+                    max_length=MAX_PASTE_CHARS,
                     disabled=ChatState.composer_locked,
                     width="100%",
                     id=COMPOSER_ID,
