@@ -12,6 +12,23 @@ from hitl_app.ui.state import SessionState
 
 ANY = "any"
 """The select value meaning "no filter" (Radix selects cannot hold an empty value)."""
+TITLE_CHARS = 60
+"""A thread's title is cut to this many characters in the Thread filter (stored titles are at most 60)."""
+
+
+def thread_choices(rows: list[audit.AuditRow]) -> list[list[str]]:
+    """The Thread filter's options as ``[value, label]`` pairs: ``[ANY, "any thread"]`` first, then
+    one per thread id, labelled with its title (cut to ``TITLE_CHARS``, ``…`` added) and sorted by
+    label; a title that several threads share gets the first 8 characters of the id appended."""
+    titles: dict[str, str] = {}
+    for r in rows:
+        titles.setdefault(r.thread_id, " ".join((r.thread_title or "").split()) or "(untitled)")
+    short = {tid: t if len(t) <= TITLE_CHARS else t[: TITLE_CHARS - 1].rstrip() + "…" for tid, t in titles.items()}
+    counts: dict[str, int] = {}
+    for label in short.values():
+        counts[label] = counts.get(label, 0) + 1
+    labelled = [(label if counts[label] == 1 else f"{label} ({tid[:8]})", tid) for tid, label in short.items()]
+    return [[ANY, "any thread"], *([tid, label] for label, tid in sorted(labelled, key=lambda p: (p[0].casefold(), p[1])))]
 
 
 class AuditState(SessionState):
@@ -19,12 +36,29 @@ class AuditState(SessionState):
 
     rows: list[audit.AuditRow] = []
     thread_options: list[str] = [ANY]
+    thread_choices: list[list[str]] = [[ANY, "any thread"]]
     tool_options: list[str] = [ANY]
     decision_options: list[str] = [ANY, "approve", "edit", "reject", "respond"]
     thread_filter: str = ANY
     tool_filter: str = ANY
     decision_filter: str = ANY
     error: str = ""
+
+    @rx.var
+    def count_label(self) -> str:
+        """"1 decision", "3 decisions" (the rows shown)."""
+        n = len(self.rows)
+        return f"{n} decision" if n == 1 else f"{n} decisions"
+
+    @rx.var
+    def tool_pairs(self) -> list[list[str]]:
+        """The Tool filter's options as ``[value, label]`` pairs."""
+        return [[t, "any tool" if t == ANY else t] for t in self.tool_options]
+
+    @rx.var
+    def decision_pairs(self) -> list[list[str]]:
+        """The Decision filter's options as ``[value, label]`` pairs."""
+        return [[d, "any decision" if d == ANY else d] for d in self.decision_options]
 
     async def _query(self) -> list[audit.AuditRow]:
         return await audit.list_decisions(
@@ -44,7 +78,8 @@ class AuditState(SessionState):
         except Exception as exc:  # noqa: BLE001 - shown on the page
             self.error = f"Could not read the audit trail: {type(exc).__name__}"
             return
-        self.thread_options = [ANY, *sorted({r.thread_id for r in everything})]
+        self.thread_choices = thread_choices(everything)
+        self.thread_options = [value for value, _ in self.thread_choices]
         self.tool_options = [ANY, *sorted({r.tool_name for r in everything})]
         for name, options in (("thread_filter", self.thread_options), ("tool_filter", self.tool_options)):
             if getattr(self, name) not in options:

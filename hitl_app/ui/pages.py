@@ -8,7 +8,7 @@ import reflex as rx
 
 from hitl_app.ui import theme
 from hitl_app.ui.components.chat import composer, thread_column
-from hitl_app.ui.components.sidebar import reviewer_box, sidebar, workspace_panel
+from hitl_app.ui.components.sidebar import mobile_menu, reviewer_box, sidebar, workspace_panel
 from hitl_app.ui.state import ChatState, ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
 
@@ -24,12 +24,14 @@ class IndexState(rx.State):
 
 def index() -> rx.Component:
     """Shown for an instant before the redirect."""
-    return rx.center(rx.spinner(), height="100vh")
+    return rx.center(rx.spinner(), height="100dvh")
 
 
 def header() -> rx.Component:
-    """Top bar of the chat column: mobile New chat, status, the reviewer's name."""
+    """Top bar of the chat column: on small screens the menu (threads, Audit, Workspace) and New chat;
+    the run status; the reviewer's name."""
     return rx.hstack(
+        mobile_menu(),
         rx.icon_button(rx.icon("plus", size=16), variant="ghost", on_click=ThreadListState.new_thread, display=["flex", "flex", "none"], aria_label="New chat", data_testid="new-thread-header"),
         rx.text("Chat", weight="bold", size="3"),
         rx.cond(ChatState.streaming, rx.badge("running", color_scheme="blue", data_testid="run-status")),
@@ -59,7 +61,7 @@ def thread_page() -> rx.Component:
             ),
             rx.box(rx.box(composer(), max_width=theme.CONTENT_MAX_WIDTH, margin="0 auto"), padding="10px 16px 14px", border_top="1px solid var(--gray-5)", width="100%"),
             flex="1",
-            height="100vh",
+            height="100dvh",
             spacing="0",
             min_width="0",
         ),
@@ -68,6 +70,6 @@ def thread_page() -> rx.Component:
         rx.el.span(data_testid="worker-pid", data_pid=ChatState.worker_pid, display="none"),
         spacing="0",
         width="100%",
-        height="100vh",
+        height="100dvh",
         overflow="hidden",
     )

@@ -1,7 +1,7 @@
 """Fixtures for end-to-end tests: the real app in prod mode, and Debian's Chromium via Playwright.
 
 Every test gets a fresh browser context (its own localStorage, so its own browser id) and fails
-on any page error, console error (other than the favicon 404) or dialog: a script injected through
+on any page error, console error (a missing resource, e.g. a 404, included) or dialog: a script injected through
 model text or tool arguments would show up as one of those.
 """
 
@@ -56,7 +56,7 @@ def watched_page(context: BrowserContext) -> Page:
     page.on(
         "console",
         lambda m: problems.append(f"console {m.type}: {m.text}")
-        if m.type == "error" and "favicon" not in m.text and "Failed to load resource" not in m.text
+        if m.type == "error"
         else None,
     )
 

@@ -61,9 +61,19 @@ def test_reviewer_name_audit_line_and_audit_page_filters_and_exports(page: Page,
     expect(rows).to_have_count(2)
     page.get_by_test_id("audit-filter-decision").select_option("approve")
     expect(rows).to_have_count(2)
+    # the Thread filter names threads by their title (the id is the value)
+    option = page.locator(f"[data-testid=audit-filter-thread] option[value='{first_thread}']")
+    expect(option).to_contain_text("email quinn@example.com about audit")
+    expect(option).not_to_contain_text(first_thread)
     page.get_by_test_id("audit-filter-thread").select_option(first_thread)
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("quinn@example.com")
+    expect(page.get_by_test_id("audit-count")).to_have_text("1 decision")
+    # readable: the arguments' JSON gets a real column, the time stays on one line
+    proposed = rows.first.get_by_test_id("audit-proposed")
+    assert (proposed.bounding_box() or {"width": 0})["width"] >= 200, "the Proposed column is squeezed"
+    when = rows.first.get_by_test_id("audit-when").locator("span, p").first
+    assert when.evaluate("e => e.getClientRects().length === 1 && e.offsetHeight < 2 * parseFloat(getComputedStyle(e).lineHeight)")
 
     data = list(csv.DictReader(io.StringIO(_download(page, "audit-export-csv"))))
     assert len(data) == 1

@@ -84,7 +84,7 @@ def approval_card(card: CardRow) -> rx.Component:
                 width="100%",
                 align="center",
             ),
-            rx.text(card.description, weight="medium", data_testid="card-description"),
+            rx.text(card.description, weight="medium", data_testid="card-description", style={"overflowWrap": "anywhere"}),
             rx.cond(
                 card.args.length() > 0,
                 rx.table.root(rx.table.body(rx.foreach(card.args, _arg_row)), size="1", width="100%", variant="ghost"),

@@ -5,20 +5,45 @@ from __future__ import annotations
 import reflex as rx
 
 from hitl_app.store.audit import AuditRow
+from hitl_app.ui import theme
 from hitl_app.ui.audit_state import AuditState
+
+
+_JSON_STYLE = {
+    "fontFamily": theme.MONO,
+    "fontSize": "12px",
+    "whiteSpace": "pre-wrap",
+    "wordBreak": "break-word",
+    "overflowWrap": "anywhere",
+    "margin": "0",
+    "padding": "4px 6px",
+    "borderRadius": "6px",
+    "background": "var(--gray-3)",
+}
+"""Arguments as JSON: monospace, wrapped between words (a long value still wraps inside itself)."""
+JSON_COLUMN_WIDTH = "220px"
+"""Minimum width of the Proposed and Executed columns: the table scrolls sideways in its box
+instead of squeezing them."""
+
+
+def _json(text) -> rx.Component:
+    return rx.cond(text != "", rx.el.pre(text, style=_JSON_STYLE), rx.text("—", size="1", color=theme.MUTED))
 
 
 def _row(row: AuditRow) -> rx.Component:
     return rx.table.row(
-        rx.table.cell(rx.text(row.decided_at, size="1")),
-        rx.table.cell(rx.link(row.thread_title, href="/thread/" + row.thread_id, size="2")),
-        rx.table.cell(rx.code(row.tool_name)),
+        rx.table.cell(
+            rx.text(row.decided_at.replace("T", " ").replace("+00:00", ""), size="1", title=row.decided_at, style={"whiteSpace": "nowrap"}),
+            data_testid="audit-when",
+        ),
+        rx.table.cell(rx.link(row.thread_title, href="/thread/" + row.thread_id, size="2", title=row.thread_title, style=_CLAMP), min_width="120px", max_width="180px"),
+        rx.table.cell(rx.code(row.tool_name, style={"whiteSpace": "nowrap"})),
         rx.table.cell(rx.badge(row.decision_type)),
         rx.table.cell(rx.text(row.reviewer, size="2")),
-        rx.table.cell(rx.text(row.waited_seconds.to_string() + " s", size="1")),
-        rx.table.cell(rx.code(row.args_proposed, size="1", style={"whiteSpace": "pre-wrap", "wordBreak": "break-all"})),
-        rx.table.cell(rx.code(row.args_executed, size="1", style={"whiteSpace": "pre-wrap", "wordBreak": "break-all"})),
-        rx.table.cell(rx.text(row.message, size="1")),
+        rx.table.cell(rx.text(row.waited_seconds.to_string() + " s", size="1", style={"whiteSpace": "nowrap"})),
+        rx.table.cell(_json(row.args_proposed), min_width=JSON_COLUMN_WIDTH, data_testid="audit-proposed"),
+        rx.table.cell(_json(row.args_executed), min_width=JSON_COLUMN_WIDTH, data_testid="audit-executed"),
+        rx.table.cell(rx.text(row.message, size="1"), min_width="160px"),
         custom_attrs={
             "data-testid": "audit-row",
             "data-thread-id": row.thread_id,
@@ -29,11 +54,16 @@ def _row(row: AuditRow) -> rx.Component:
     )
 
 
+_CLAMP = {"display": "-webkit-box", "WebkitLineClamp": "2", "WebkitBoxOrient": "vertical", "overflow": "hidden", "overflowWrap": "anywhere"}
+"""A thread title in the table: at most two lines, then cut."""
+
+
 def _filter(label: str, options, value, on_change, testid: str) -> rx.Component:
+    """A labelled native select; ``options`` is a list of ``[value, label]`` pairs."""
     return rx.vstack(
         rx.text(label, size="1", weight="medium"),
         rx.el.select(
-            rx.foreach(options, lambda o: rx.el.option(o, value=o)),
+            rx.foreach(options, lambda o: rx.el.option(o[1], value=o[0])),
             value=value,
             on_change=on_change,
             data_testid=testid,
@@ -46,35 +76,52 @@ def _filter(label: str, options, value, on_change, testid: str) -> rx.Component:
 def audit_page() -> rx.Component:
     """All decisions of this browser's threads, newest first."""
     return rx.vstack(
-        rx.hstack(
-            rx.link("← Chat", href="/", size="2"),
-            rx.heading("Audit trail", size="5"),
-            rx.spacer(),
-            rx.button("Export CSV", on_click=AuditState.export_csv, variant="soft", data_testid="audit-export-csv"),
-            rx.button("Export JSON", on_click=AuditState.export_json, variant="soft", data_testid="audit-export-json"),
-            width="100%",
+        rx.flex(
+            rx.hstack(rx.link("← Chat", href="/", size="2"), rx.heading("Audit trail", size="5"), align="center", spacing="4"),
+            rx.hstack(
+                rx.button("Export CSV", on_click=AuditState.export_csv, variant="soft", data_testid="audit-export-csv"),
+                rx.button("Export JSON", on_click=AuditState.export_json, variant="soft", data_testid="audit-export-json"),
+                spacing="3",
+            ),
+            justify="between",
             align="center",
-            spacing="4",
+            wrap="wrap",
+            gap="3",
+            width="100%",
         ),
         rx.hstack(
-            _filter("Thread", AuditState.thread_options, AuditState.thread_filter, AuditState.set_thread_filter, "audit-filter-thread"),
-            _filter("Tool", AuditState.tool_options, AuditState.tool_filter, AuditState.set_tool_filter, "audit-filter-tool"),
-            _filter("Decision", AuditState.decision_options, AuditState.decision_filter, AuditState.set_decision_filter, "audit-filter-decision"),
+            _filter("Thread", AuditState.thread_choices, AuditState.thread_filter, AuditState.set_thread_filter, "audit-filter-thread"),
+            _filter("Tool", AuditState.tool_pairs, AuditState.tool_filter, AuditState.set_tool_filter, "audit-filter-tool"),
+            _filter("Decision", AuditState.decision_pairs, AuditState.decision_filter, AuditState.set_decision_filter, "audit-filter-decision"),
             spacing="4",
+            wrap="wrap",
         ),
         rx.cond(AuditState.error != "", rx.callout(AuditState.error, color_scheme="red", icon="triangle-alert")),
-        rx.text(AuditState.rows.length().to_string() + " decisions", size="2", data_testid="audit-count"),
-        rx.table.root(
-            rx.table.header(
-                rx.table.row(
-                    *[rx.table.column_header_cell(h) for h in ("Decided (UTC)", "Thread", "Tool", "Decision", "Reviewer", "Waited", "Proposed", "Executed", "Message")]
-                )
+        rx.text(AuditState.count_label, size="2", data_testid="audit-count"),
+        # the table scrolls sideways inside this box (the page itself never does)
+        rx.box(
+            rx.table.root(
+                rx.table.header(
+                    rx.table.row(
+                        *[
+                            rx.table.column_header_cell(h, style={"whiteSpace": "nowrap"})
+                            for h in ("Decided (UTC)", "Thread", "Tool", "Decision", "Reviewer", "Waited", "Proposed", "Executed", "Message")
+                        ]
+                    )
+                ),
+                rx.table.body(rx.foreach(AuditState.rows, _row)),
+                width="100%",
+                size="1",
             ),
-            rx.table.body(rx.foreach(AuditState.rows, _row)),
             width="100%",
-            size="1",
+            max_width="100%",
+            overflow_x="auto",
+            data_testid="audit-table",
         ),
-        padding="24px",
+        padding=["16px", "16px", "24px"],
         width="100%",
+        max_width="100vw",
+        min_width="0",
         spacing="4",
+        box_sizing="border-box",
     )

@@ -5,61 +5,133 @@ from __future__ import annotations
 import reflex as rx
 
 from hitl_app.ui import theme
+from hitl_app.ui.menu_state import MenuState
 from hitl_app.ui.rows import ThreadRow
 from hitl_app.ui.state import ChatState, SessionState, ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
 
 
-def _thread_link(row: ThreadRow) -> rx.Component:
+def _thread_link(row: ThreadRow, in_menu: bool = False) -> rx.Component:
+    """One thread row: its title cut with an ellipsis, when it changed, and a "review" badge that
+    never leaves the row (the title shrinks first)."""
     active = ChatState.tid == row.thread_id
     return rx.link(
         rx.hstack(
             rx.vstack(
-                rx.text(row.title, size="2", weight=rx.cond(active, "bold", "regular"), trim="both", title=row.title, style={"overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap", "width": "100%"}),
-                rx.text(row.when, size="1", color=theme.MUTED),
+                rx.text(
+                    row.title,
+                    size="2",
+                    weight=rx.cond(active, "bold", "regular"),
+                    title=row.title,
+                    data_testid="thread-title",
+                    style={"overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap", "width": "100%", "minWidth": "0", "lineHeight": "1.4"},
+                ),
+                rx.text(row.when, size="1", color=theme.MUTED, style={"whiteSpace": "nowrap"}),
                 spacing="0",
                 flex="1",
                 min_width="0",
+                overflow="hidden",
             ),
             rx.cond(row.pending, rx.badge("review", color_scheme="amber", flex_shrink="0", data_testid="pending-badge")),
             align="center",
             spacing="2",
             width="100%",
+            min_width="0",
         ),
         href="/thread/" + row.thread_id,
+        **_click(in_menu),
         underline="none",
         color_scheme="gray",
         high_contrast=True,
         data_testid="thread-link",
         custom_attrs={"data-thread-id": row.thread_id},
-        style={"display": "block", "width": "100%", "boxSizing": "border-box", "padding": "6px 8px", "borderRadius": "8px", "background": rx.cond(active, "var(--gray-4)", "transparent")},
+        style={"display": "block", "width": "100%", "minWidth": "0", "boxSizing": "border-box", "padding": "6px 8px", "borderRadius": "8px", "background": rx.cond(active, "var(--gray-4)", "transparent"),
+               # Reflex's link hover colour (accent-8) made a hovered title faint: darken the row instead
+               "_hover": {"color": "var(--gray-12)", "background": rx.cond(active, "var(--gray-4)", "var(--gray-3)")}},
+    )
+
+
+def _click(in_menu: bool, *events) -> dict:
+    """A control's ``on_click`` prop: ``events``, and in the phone menu closing the menu first
+    (``{}`` when there is nothing to do)."""
+    handlers = [MenuState.close, *events] if in_menu else list(events)
+    return {"on_click": handlers} if handlers else {}
+
+
+def sidebar_body(in_menu: bool = False) -> rx.Component:
+    """What the sidebar holds: New chat, this browser's threads (newest first, scrolling up and
+    down only), and the Audit and Workspace links. ``in_menu``: rendered in the phone menu, where
+    each control also closes the menu."""
+    return rx.fragment(
+        rx.hstack(rx.icon("shield-check", color="var(--indigo-11)"), rx.heading("hitl_app", size="4"), align="center"),
+        rx.button(rx.icon("plus", size=14), "New chat", **_click(in_menu, ThreadListState.new_thread), width="100%", data_testid="new-thread"),
+        # a plain box, not rx.scroll_area: Radix's viewport child is `display: table; min-width: 100%`
+        # and grows with the longest title, which pushed the badges out and scrolled sideways
+        rx.box(
+            rx.vstack(rx.foreach(ThreadListState.threads, lambda row: _thread_link(row, in_menu)), spacing="1", width="100%", align="stretch"),
+            flex="1",
+            min_height="0",
+            width="100%",
+            overflow_y="auto",
+            overflow_x="hidden",
+            data_testid="thread-list",
+        ),
+        rx.hstack(
+            rx.link("Audit", href="/audit", size="2", data_testid="audit-link", **_click(in_menu)),
+            rx.link("Workspace", **_click(in_menu, WorkspaceState.toggle), size="2", data_testid="workspace-toggle", style={"cursor": "pointer"}),
+            spacing="4",
+        ),
     )
 
 
 def sidebar() -> rx.Component:
-    """New chat button and this browser's threads, newest first."""
+    """The left column on wide screens (hidden below the ``md`` breakpoint; see ``mobile_menu``)."""
     return rx.vstack(
-        rx.hstack(rx.icon("shield-check", color="var(--indigo-11)"), rx.heading("hitl_app", size="4"), align="center"),
-        rx.button(rx.icon("plus", size=14), "New chat", on_click=ThreadListState.new_thread, width="100%", data_testid="new-thread"),
-        rx.scroll_area(
-            rx.vstack(rx.foreach(ThreadListState.threads, _thread_link), spacing="1", width="100%", align="stretch"),
-            type="auto",
-            scrollbars="vertical",
-            style={"flex": "1", "& [data-radix-scroll-area-viewport] > div": {"display": "block !important"}},
-        ),
-        rx.hstack(
-            rx.link("Audit", href="/audit", size="2", data_testid="audit-link"),
-            rx.link("Workspace", on_click=WorkspaceState.toggle, size="2", data_testid="workspace-toggle", style={"cursor": "pointer"}),
-            spacing="4",
-        ),
+        sidebar_body(),
         width=theme.SIDEBAR_WIDTH,
         min_width=theme.SIDEBAR_WIDTH,
-        height="100vh",
+        height="100dvh",
         padding="16px 12px",
         border_right="1px solid var(--gray-5)",
         spacing="3",
         display=["none", "none", "flex"],
         background="var(--gray-1)",
+        data_testid="sidebar",
+    )
+
+
+_SR_ONLY = {"position": "absolute", "width": "1px", "height": "1px", "padding": "0", "margin": "-1px", "overflow": "hidden", "clip": "rect(0, 0, 0, 0)", "whiteSpace": "nowrap", "border": "0"}
+"""Read by screen readers (the dialog's title and description), not shown."""
+
+
+def mobile_menu() -> rx.Component:
+    """Header button on small screens that opens the sidebar's content as a sheet from the left."""
+    return rx.dialog.root(
+        rx.dialog.trigger(
+            rx.icon_button(rx.icon("menu", size=18), variant="ghost", aria_label="Threads and menu", data_testid="mobile-menu", display=["flex", "flex", "none"]),
+        ),
+        rx.dialog.content(
+            rx.dialog.title("Threads", style=_SR_ONLY),
+            rx.dialog.description("New chat, your threads, the audit trail and the workspace.", style=_SR_ONLY),
+            rx.vstack(sidebar_body(in_menu=True), spacing="3", height="100%", width="100%"),
+            data_testid="mobile-drawer",
+            style={
+                "position": "fixed",
+                "left": "0",
+                "top": "0",
+                "height": "100dvh",
+                "maxHeight": "100dvh",
+                "width": "300px",
+                "maxWidth": "85vw",
+                "margin": "0",
+                "borderRadius": "0",
+                "padding": "16px 12px",
+                "overflow": "hidden",
+                "background": "var(--gray-1)",
+            },
+        ),
+        open=MenuState.open,
+        on_open_change=MenuState.set_open,
     )
 
 
@@ -133,7 +205,7 @@ def workspace_panel() -> rx.Component:
             ),
             width=["100%", "100%", "340px"],
             min_width=["auto", "auto", "340px"],
-            height="100vh",
+            height="100dvh",
             overflow_y="auto",
             padding="16px",
             border_left="1px solid var(--gray-5)",

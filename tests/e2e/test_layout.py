@@ -1,0 +1,136 @@
+"""Layout a person notices: the sidebar's rows stay inside it (titles cut with an ellipsis, the
+"review" badge always shown, no sideways scrolling), the phone menu gives the thread list and the
+Audit link, the review's Submit button can be reached on a phone, and the favicon is served.
+
+Screenshots for people to look at go to test-artifacts/shots/ (layout-*)."""
+
+from __future__ import annotations
+
+from playwright.sync_api import Locator, Page, expect
+
+from tests.e2e.ui import THREAD_URL, cards, messages, open_new_thread, reply_to, send, shoot
+from tests.helpers.app_server import AppServer
+
+DESKTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+LONG_PATH = "notes/" + "a" * 300 + ".md"
+
+
+def _inside(inner: Locator, outer: Locator) -> bool:
+    """True when ``inner``'s box lies within ``outer``'s box horizontally (1 px tolerance)."""
+    i, o = inner.bounding_box(), outer.bounding_box()
+    assert i and o, "element not rendered"
+    return i["x"] >= o["x"] - 1 and i["x"] + i["width"] <= o["x"] + o["width"] + 1
+
+
+def _no_sideways_scroll(box: Locator) -> bool:
+    return box.evaluate("e => e.scrollWidth <= e.clientWidth && e.scrollLeft === 0")
+
+
+def test_sidebar_rows_stay_inside_with_a_long_title_and_the_review_badge_shows(page: Page, app_server: AppServer):
+    page.set_viewport_size(DESKTOP)
+    open_new_thread(page, app_server)
+    reply_to(page, "hello there")
+    short_thread = page.url
+    open_new_thread(page, app_server)
+    # the title is the first message: one unbroken word far wider than the sidebar
+    send(page, f"write {LONG_PATH}: hi")
+    expect(cards(page)).to_have_count(1)
+    # the card's description wraps the long path instead of running out of the card
+    description = cards(page).first.get_by_test_id("card-description")
+    assert description.evaluate("e => e.scrollWidth <= e.clientWidth"), "the card's description runs out of the card"
+
+    sidebar = page.get_by_test_id("sidebar")
+    rows = sidebar.get_by_test_id("thread-link")
+    expect(rows).to_have_count(2)
+    expect(page.get_by_test_id("mobile-menu")).to_be_hidden()
+    long_row = rows.filter(has_text="write notes/aaa")
+    badge = long_row.get_by_test_id("pending-badge")
+    expect(badge).to_be_visible()
+    assert _inside(badge, sidebar), "the review badge is pushed out of the sidebar"
+    title = long_row.get_by_test_id("thread-title")
+    # cut with an ellipsis, on one line, letters not clipped at the bottom
+    assert title.evaluate("e => getComputedStyle(e).textOverflow") == "ellipsis"
+    assert title.evaluate("e => e.scrollWidth > e.clientWidth"), "the long title is not cut"
+    assert title.evaluate("e => e.scrollHeight <= e.clientHeight + 1"), "the title's letters are clipped"
+    # the other row's title is still shown inside the sidebar
+    other = rows.filter(has_text="hello there").get_by_test_id("thread-title")
+    expect(other).to_be_visible()
+    assert _inside(other, sidebar)
+    thread_list = page.get_by_test_id("thread-list")
+    assert _no_sideways_scroll(thread_list), "the thread list scrolls sideways"
+    shoot(page, "layout-sidebar-desktop")
+
+    # after clicking a row the list still does not scroll sideways and the badge stays in view
+    rows.filter(has_text="hello there").click()
+    page.wait_for_url(short_thread)
+    expect(messages(page, "assistant")).to_have_count(1)
+    expect(badge).to_be_visible()
+    assert _inside(badge, sidebar)
+    assert _no_sideways_scroll(thread_list)
+
+
+def test_phone_menu_lists_threads_and_the_audit_link(other_browser, app_server: AppServer):
+    phone = other_browser(PHONE)
+    open_new_thread(phone, app_server)
+    reply_to(phone, "stream 5 words")
+    first = phone.url
+    phone.get_by_test_id("new-thread-header").click()
+    phone.wait_for_url(lambda u: u != first and THREAD_URL.match(u) is not None)
+    expect(phone.get_by_test_id("empty-thread")).to_be_visible()
+
+    menu = phone.get_by_test_id("mobile-menu")
+    expect(menu).to_be_visible()
+    menu.click()
+    drawer = phone.get_by_test_id("mobile-drawer")
+    expect(drawer).to_be_visible()
+    expect(drawer.get_by_test_id("thread-link")).to_have_count(1)
+    expect(drawer.get_by_test_id("audit-link")).to_be_visible()
+    expect(drawer.get_by_test_id("new-thread")).to_be_visible()
+    assert _inside(drawer.get_by_test_id("thread-link"), drawer)
+    shoot(phone, "layout-menu-phone")
+
+    # a thread link opens the thread and closes the menu
+    drawer.get_by_test_id("thread-link").click()
+    phone.wait_for_url(first)
+    expect(drawer).to_have_count(0)
+    expect(messages(phone, "assistant")).to_have_count(1)
+    assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+
+    # and the audit trail is one more tap away
+    menu.click()
+    drawer.get_by_test_id("audit-link").click()
+    phone.wait_for_url("**/audit")
+    expect(phone.get_by_test_id("audit-count")).to_have_text("0 decisions")
+    assert phone.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
+
+
+def test_phone_review_submit_is_reachable_with_a_reject_reason_open(other_browser, app_server: AppServer):
+    phone = other_browser(PHONE)
+    open_new_thread(phone, app_server)
+    send(phone, "email bo@example.com about the plan: it is ready and delete notes/old.txt")
+    expect(cards(phone)).to_have_count(2)
+    cards(phone).nth(0).get_by_test_id("decision-approve").click()
+    last = cards(phone).nth(1)
+    last.get_by_test_id("decision-reject").click()
+    reason = last.get_by_test_id("reject-message")
+    expect(reason).to_be_visible()
+    reason.fill("still needed")
+    submit = phone.get_by_test_id("submit-decisions")
+    submit.scroll_into_view_if_needed()
+    expect(submit).to_be_in_viewport()
+    # not hidden under the composer: it lies inside the scrolling thread area
+    s, area = submit.bounding_box(), phone.locator("#thread-scroll").bounding_box()
+    assert s and area and s["y"] + s["height"] <= area["y"] + area["height"] + 1, "Submit is under the composer"
+    shoot(phone, "layout-review-submit-phone")
+    submit.click()
+    expect(messages(phone, "tool")).to_have_count(2)
+    expect(messages(phone, "tool").last).to_have_attribute("data-outcome", "rejected")
+
+
+def test_favicon_is_served(page: Page, app_server: AppServer):
+    # the page fixture fails on any console error, so a missing icon (404) would fail every test
+    response = page.request.get(app_server.url + "/favicon.ico")
+    assert response.status == 200
+    body = response.body()
+    assert body[:4] == b"\x00\x00\x01\x00", "not an ICO file"
