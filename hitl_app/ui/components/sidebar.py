@@ -193,10 +193,21 @@ def workspace_panel() -> rx.Component:
                     value="files",
                 ),
                 rx.tabs.content(
-                    rx.table.root(
-                        rx.table.header(rx.table.row(rx.foreach(WorkspaceState.record_columns, lambda c: rx.table.column_header_cell(c)))),
-                        rx.table.body(rx.foreach(WorkspaceState.record_rows, lambda r: rx.table.row(rx.foreach(r, lambda v: rx.table.cell(v))))),
-                        size="1",
+                    rx.cond(
+                        WorkspaceState.record_columns.length() == 0,
+                        rx.text(
+                            "The records table is missing (an approved SQL statement may have dropped it); "
+                            "restarting the app re-creates it.",
+                            size="2",
+                            color=theme.MUTED,
+                            padding_top="8px",
+                            data_testid="records-missing",
+                        ),
+                        rx.table.root(
+                            rx.table.header(rx.table.row(rx.foreach(WorkspaceState.record_columns, lambda c: rx.table.column_header_cell(c)))),
+                            rx.table.body(rx.foreach(WorkspaceState.record_rows, lambda r: rx.table.row(rx.foreach(r, lambda v: rx.table.cell(v))))),
+                            size="1",
+                        ),
                     ),
                     value="records",
                 ),
