@@ -24,6 +24,7 @@ errors and re-raises everything else - langgraph/prebuilt/tool_node.py
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -197,6 +198,16 @@ class DemoWorkspace:
         * the ``outbox`` and ``tool_effects`` tables in the app database;
         * the demo database with ``records`` seeded from ``SEED_RECORDS`` when empty.
         """
+        # Several worker processes start at once (prod with Redis): one at a time seeds.
+        self.files_dir.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.files_dir.parent / ".workspace.lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                self._ensure_locked()
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _ensure_locked(self) -> None:
         if not self.files_dir.exists():
             self.files_dir.mkdir(parents=True)
             for rel, text in SEED_FILES.items():

@@ -163,3 +163,25 @@ def test_read_records_after_the_table_was_dropped_is_a_tool_error_not_a_crash(tm
         ws.read_data("t:c1", "records")
     ws.ensure()  # what a restart does
     assert "amount" in ws.read_data("t:c2", "records")
+
+
+def test_workspace_set_up_by_several_processes_at_once_seeds_once(tmp_path):
+    """Prod with Redis starts several workers together; each runs ensure() at start-up."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from pathlib import Path; from hitl_app.store.db import make_engines;"
+        "from hitl_app.agent.tools import DemoWorkspace; d=Path(sys.argv[1]);"
+        "e=make_engines(f'sqlite:///{d}/app.sqlite'); DemoWorkspace(d/'files', e.sync, d/'demo.sqlite').ensure()"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)]) for _ in range(6)]
+    assert [p.wait(timeout=60) for p in procs] == [0] * 6
+    import sqlite3
+
+    conn = sqlite3.connect(tmp_path / "demo.sqlite")
+    from hitl_app.agent.tools import SEED_RECORDS
+
+    assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == len(SEED_RECORDS)
+    conn.close()
+    assert (tmp_path / "files" / "notes" / "old.txt").exists()
