@@ -1,7 +1,8 @@
 """Sections 2 and 5: the app through its websocket, no browser (``bench.ws.ReflexClient``).
 
 Section 2 - one tab sends ``stream N words``: send -> last word rebuilt from the deltas (s),
-websocket bytes received from Send until the run has ended and the committed message arrived,
+websocket wire bytes (TCP, compressed if
+permessage-deflate was negotiated; see ``bench.ws``) received from Send until the run has ended and the committed message arrived,
 divided by the reply's UTF-8 text bytes, and backend CPU seconds (the server process tree, from
 /proc) per 1,000 tokens over the same window.
 
@@ -40,6 +41,8 @@ async def _one_reply(base_url: str, n_words: int, server_pid: int) -> dict[str, 
             "send_to_last_token_s": t_last - t0,
             "send_to_first_token_s": client.word_times[0] - t0,
             "bytes": client.bytes_received,
+            "payload_bytes": client.payload_bytes_received,
+            "compressed": client.compressed,
             "frames": client.frames_received,
             "text_bytes": text_bytes,
             "bytes_ratio": client.bytes_received / text_bytes,
@@ -60,6 +63,8 @@ def run_ws_replies(base_url: str, n_words: int, repeats: int, server_pid: int) -
         "send_to_first_token_s": summary([r["send_to_first_token_s"] for r in runs]),
         "bytes_ratio": summary([r["bytes_ratio"] for r in runs]),
         "bytes": summary([r["bytes"] for r in runs]),
+        "payload_bytes_ratio": summary([r["payload_bytes"] / r["text_bytes"] for r in runs]),
+        "compressed": all(r["compressed"] for r in runs),
         "frames": summary([r["frames"] for r in runs]),
         "cpu_s_per_1k_tokens": summary([r["cpu_s_per_1k_tokens"] for r in runs]),
         "text_matches": all(r["text_matches"] for r in runs),

@@ -56,6 +56,7 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
         add("2 websocket", f"{n} tok: app/floor", _ratio(med, _g(f, "ws", n, "total_s", "median")), None)
         b = _g(w, "bytes_ratio", "median")
         add("2 websocket", f"{n} tok: ws bytes / reply text bytes", b, _g(w, "bytes_ratio", "p95"), "<= 3", None if b is None else b <= 3)
+        add("2 websocket", f"{n} tok: uncompressed payload / text bytes; deflate negotiated", _g(w, "payload_bytes_ratio", "median"), w.get("compressed"))
         add("2 websocket", f"{n} tok: backend CPU s / 1k tokens", _g(w, "cpu_s_per_1k_tokens", "median"), _g(w, "cpu_s_per_1k_tokens", "p95"))
         add("2 websocket", f"{n} tok: streamed text == committed; errors", w.get("text_matches"), len(w.get("errors") or []))
     br = r.get("browser", {})

@@ -2,10 +2,12 @@
 
 Speaks engine.io 4 / socket.io 5 by hand on an ``aiohttp`` websocket (the same frames the
 browser's socket.io client exchanges with Reflex 0.10; checked against a Chromium capture), so
-every received frame's raw size is counted exactly: ``bytes_received`` is the sum of websocket
-TEXT frame payload lengths (UTF-8) after the handshake (no compression is negotiated by the
-server, so these are the wire payload bytes; websocket frame headers of 2-4 bytes are not
-included).
+every received byte is counted exactly. Like Chromium, the client offers permessage-deflate
+(``compress=15``, context takeover); whether the server accepts it is in ``self.compressed``.
+``bytes_received`` = the bytes read from the TCP socket after the handshake (websocket frame
+headers + payloads as sent, i.e. compressed when deflate was negotiated), counted by wrapping the
+connection protocol's ``data_received``; ``payload_bytes_received`` = the sum of the decoded TEXT
+frames' UTF-8 lengths (what the app sent before compression).
 
 Events sent: ``hydrate_and_load`` for ``/thread/<uuid>`` (in the CONNECT auth, as the browser
 does; that runs the page's on_load ``ChatState.load_thread``), ``ChatState.send`` with form data
@@ -52,7 +54,9 @@ class ReflexClient:
         self.ws: aiohttp.ClientWebSocketResponse | None = None
         self.state: dict[str, dict[str, Any]] = {}
         self.bytes_received = 0
+        self.payload_bytes_received = 0
         self.frames_received = 0
+        self.compressed = False
         self.word_times: list[float] = []
         self.live_text = ""
         self._live_seq = -1
@@ -68,7 +72,16 @@ class ReflexClient:
         self.thread_id = thread_id
         self.session = aiohttp.ClientSession()
         url = self.base_url.replace("http", "ws", 1) + f"/_event/?token={self.token}&EIO=4&transport=websocket"
-        self.ws = await self.session.ws_connect(url, protocols=[self.version], compress=0, max_msg_size=0, autoping=False)
+        self.ws = await self.session.ws_connect(url, protocols=[self.version], compress=15, max_msg_size=0, autoping=False)
+        self.compressed = bool(self.ws.compress)
+        proto = self.ws._conn.protocol  # aiohttp's ResponseHandler: every TCP read after the upgrade
+        inner = proto.data_received
+
+        def counting(data: bytes) -> None:
+            self.bytes_received += len(data)
+            inner(data)
+
+        proto.data_received = counting
         first = await self.ws.receive_str()
         if not first.startswith("0"):
             raise RuntimeError(f"unexpected engine.io open: {first[:100]}")
@@ -108,6 +121,7 @@ class ReflexClient:
     def reset_counters(self) -> None:
         """Zero the byte and frame counters."""
         self.bytes_received = 0
+        self.payload_bytes_received = 0
         self.frames_received = 0
 
     def reset_live(self) -> None:
@@ -131,7 +145,7 @@ class ReflexClient:
                     continue
                 data: str = msg.data
                 now = time.time()
-                self.bytes_received += len(data.encode())
+                self.payload_bytes_received += len(data.encode())
                 self.frames_received += 1
                 if data == "2":
                     await self.ws.send_str("3")
