@@ -44,6 +44,11 @@ setup: $(VENV)/.installed $(TOOLS)/node_modules/.bin/bun
 
 setup-test: setup $(VENV)/.installed-test /usr/bin/chromium
 
+# Prod mode serves with gunicorn + uvicorn (installed from requirements.txt, so Reflex picks them over
+# granian): uvicorn's websockets negotiate permessage-deflate, which cuts streaming traffic ~14x
+# (bench/README.md, round 3). GUNICORN_CMD_ARGS adds options, e.g. "--workers 3" with Redis.
+export GUNICORN_CMD_ARGS ?= --graceful-timeout 5
+
 run: setup
 	$(VENV)/bin/reflex run --env prod --frontend-port $(PORT) --backend-port $(PORT)
 

@@ -22,9 +22,9 @@ REDIS_URL = "redis://127.0.0.1:6379"
 
 @pytest.fixture(scope="module")
 def multi_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
-    """The app with 3 granian workers, Redis (state + run bus) and a fresh PostgreSQL database."""
+    """The app with 3 workers, Redis (state + run bus) and a fresh PostgreSQL database."""
     with fresh_database() as url:
-        env = {"DATABASE_URL": url, "REFLEX_REDIS_URL": REDIS_URL, "GRANIAN_WORKERS": "3", "HITL_DEMO_WPS": "12"}
+        env = {"DATABASE_URL": url, "REFLEX_REDIS_URL": REDIS_URL, "GUNICORN_CMD_ARGS": "--workers 3 --graceful-timeout 5", "HITL_DEMO_WPS": "12"}
         server = AppServer(tmp_path_factory.mktemp("multi-app"), env=env)
         server.start()
         yield server
@@ -104,7 +104,7 @@ def test_three_workers_share_runs_reviews_and_stop(page: Page, multi_app: AppSer
     log.append(f"Stop pressed in tab B (worker {pid(b)}) ended the run owned by worker {pid(a)}")
 
     pids = {pid(a), pid(b)}
-    print("\n--- multi-worker test (3 granian workers, Redis, PostgreSQL) ---")
+    print("\n--- multi-worker test (3 workers, Redis, PostgreSQL) ---")
     for line in log:
         print("  " + line)
     print(f"  distinct workers used: {sorted(pids)}")
