@@ -7,6 +7,8 @@ audit record's fields. Pairing is checked after every resume.
 
 from __future__ import annotations
 
+import contextlib
+
 import asyncio
 import uuid
 from datetime import UTC
@@ -25,32 +27,33 @@ from tests.helpers.pairing import assert_pairing
 OWNER = "owner-a"
 
 
-@pytest.fixture
-async def service(database_url, workspace, saver):
-    """A ThreadService on the demo agent (no pacing), app tables in the workspace's database."""
+@contextlib.asynccontextmanager
+async def _thread_service(database_url, workspace, saver, words_per_second: float):
+    """A ThreadService on the demo agent, app tables in the workspace's database."""
     from hitl_app.agent.build import build_demo_agent
 
     engines = make_engines(database_url)
     create_schema(engines)
-    bundle = build_demo_agent(model=DemoChatModel(words_per_second=0), workspace=workspace, checkpointer=saver)
-    svc = ThreadService(bundle.graph, engines, validators_for(bundle.tools_by_name), flush_interval=0.01)
-    yield svc
-    await engines.async_.dispose()
-    engines.sync.dispose()
+    bundle = build_demo_agent(model=DemoChatModel(words_per_second=words_per_second), workspace=workspace, checkpointer=saver)
+    try:
+        yield ThreadService(bundle.graph, engines, validators_for(bundle.tools_by_name), flush_interval=0.01)
+    finally:
+        await engines.async_.dispose()
+        engines.sync.dispose()
+
+
+@pytest.fixture
+async def service(database_url, workspace, saver):
+    """The service with an unpaced model."""
+    async with _thread_service(database_url, workspace, saver, 0) as svc:
+        yield svc
 
 
 @pytest.fixture
 async def slow_service(database_url, workspace, saver):
     """Like ``service`` but the model streams 40 words per second (runs that can be interrupted)."""
-    from hitl_app.agent.build import build_demo_agent
-
-    engines = make_engines(database_url)
-    create_schema(engines)
-    bundle = build_demo_agent(model=DemoChatModel(words_per_second=40), workspace=workspace, checkpointer=saver)
-    svc = ThreadService(bundle.graph, engines, validators_for(bundle.tools_by_name), flush_interval=0.01)
-    yield svc
-    await engines.async_.dispose()
-    engines.sync.dispose()
+    async with _thread_service(database_url, workspace, saver, 40) as svc:
+        yield svc
 
 
 def tid() -> str:
