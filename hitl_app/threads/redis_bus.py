@@ -29,7 +29,6 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import redis
 import redis.asyncio as aredis
