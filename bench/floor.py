@@ -24,7 +24,7 @@ async def _floor(n_words: int, wps: float, repeats: int) -> dict[str, Any]:
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     from hitl_app.agent.build import build_demo_agent
-    from hitl_app.agent.demo_model import DemoChatModel
+    from hitl_app.agent.demo import DemoChatModel
     from hitl_app.agent.tools import DemoWorkspace
     from hitl_app.store.db import create_schema, make_engines
 

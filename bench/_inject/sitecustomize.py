@@ -16,7 +16,7 @@ if os.environ.get("HITL_BENCH_TRACE_DIR"):
     import importlib.machinery
     import sys
 
-    _TARGET = "hitl_app.agent.demo_model"
+    _TARGET = "hitl_app.agent.demo.model"
 
     def _patch(module) -> None:
         import json

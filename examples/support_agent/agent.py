@@ -34,7 +34,7 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
-from hitl_app.agent.demo_model import DemoChatModel, _Plan
+from hitl_app.agent.demo import DemoChatModel, Plan
 
 ORDERS: dict[str, dict[str, Any]] = {
     "A-1001": {"customer": "Ada Lovelace", "total": 42.50, "status": "delivered"},
@@ -107,25 +107,25 @@ class SupportDemoModel(DemoChatModel):
     them ("Done: ..."); anything else gets a short help text.
     """
 
-    def _plan(self, messages: Sequence[BaseMessage]) -> _Plan:
+    def _plan(self, messages: Sequence[BaseMessage]) -> Plan:
         if messages and isinstance(messages[-1], ToolMessage):
             results = []
             for m in reversed(messages):
                 if not isinstance(m, ToolMessage):
                     break
                 results.insert(0, m.text)
-            return _Plan(text="Done: " + " ".join(results))
+            return Plan(text="Done: " + " ".join(results))
         human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
         text = (human.text if human is not None else "").strip()
         if m := _LOOKUP.match(text):
-            return _Plan(text=f"Looking up order {m['id']}.", calls=(("lookup_order", {"order_id": m["id"]}),))
+            return Plan(text=f"Looking up order {m['id']}.", calls=(("lookup_order", {"order_id": m["id"]}),))
         if m := _REFUND.match(text):
             args = {"order_id": m["id"], "amount": float(m["amount"])}
-            return _Plan(text=f"I will refund {args['amount']:.2f} on order {m['id']}.", calls=(("refund_payment", args),))
+            return Plan(text=f"I will refund {args['amount']:.2f} on order {m['id']}.", calls=(("refund_payment", args),))
         if m := _CLOSE.match(text):
             args = {"ticket_id": m["id"], "note": m["note"].strip()}
-            return _Plan(text=f"I will close ticket {m['id']}.", calls=(("close_ticket", args),))
-        return _Plan(text="Try: look up order A-1001; refund A-1001 12.50; close ticket T-7: resolved.")
+            return Plan(text=f"I will close ticket {m['id']}.", calls=(("close_ticket", args),))
+        return Plan(text="Try: look up order A-1001; refund A-1001 12.50; close ticket T-7: resolved.")
 
 
 def make_model() -> Any:

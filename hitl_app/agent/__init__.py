@@ -1,4 +1,4 @@
-"""The agent room: LangChain/LangGraph only (never imports reflex, ui, threads or review).
+"""The agent room: LangChain/LangGraph plus the pure ``hitl_app.review`` (never reflex, ui or threads).
 
 Public API: ``DemoChatModel``, ``DemoWorkspace``, ``build_tools``, ``resolve_in_sandbox``,
 ``SandboxError``, ``is_read_only_sql``, ``PolicyRule``, ``DEFAULT_POLICY``, ``PolicyError``,
@@ -8,7 +8,7 @@ Public API: ``DemoChatModel``, ``DemoWorkspace``, ``build_tools``, ``resolve_in_
 
 from hitl_app.agent.build import AgentBundle, build_demo_agent
 from hitl_app.agent.checkpoint import open_checkpointer
-from hitl_app.agent.demo_model import DemoChatModel
+from hitl_app.agent.demo import DemoChatModel
 from hitl_app.agent.guards import RepeatedRejectionGuard
 from hitl_app.agent.models import ModelConfigError, make_model
 from hitl_app.agent.policy import (

@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
-from hitl_app.agent.demo_model import DemoChatModel
+from hitl_app.agent.demo import DemoChatModel
 from hitl_app.errors import StartupError
 
 REQUIRED_KEYS: dict[str, tuple[str, ...]] = {

@@ -16,7 +16,7 @@ from datetime import UTC
 import pytest
 from sqlmodel import Session, func, select
 
-from hitl_app.agent.demo_model import DemoChatModel
+from hitl_app.agent.demo import DemoChatModel
 from hitl_app.review import ReviewError
 from hitl_app.store.db import create_schema, make_engines
 from hitl_app.store.tables import AuditRecord, OutboxMail, ReviewRequestRecord

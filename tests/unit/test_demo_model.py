@@ -9,7 +9,7 @@ from langchain.agents.middleware import HumanInTheLoopMiddleware
 from langchain.agents.middleware.human_in_the_loop import _answer_message
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from hitl_app.agent.demo_model import HELP_TEXT, DemoChatModel
+from hitl_app.agent.demo import HELP_TEXT, DemoChatModel
 
 TOOL_NAMES = ["send_email", "write_file", "delete_file", "execute_sql", "ask_user", "read_data", "slow_task"]
 
@@ -201,7 +201,7 @@ def test_make_model_picks_demo_and_explains_bad_specs():
 
 def test_summary_shows_user_text_literally_under_markdown():
     """Values the user typed are escaped: a link or HTML in a subject reads back as typed."""
-    from hitl_app.agent.demo_model import summarize_tool_result
+    from hitl_app.agent.demo import summarize_tool_result
 
     call = {"name": "send_email", "id": "c9", "args": {"to": "a@example.com", "subject": "[x](javascript:alert(1)) <img src=x>", "body": ""}}
     text = summarize_tool_result(call, ToolMessage("Email sent.", name="send_email", tool_call_id="c9"))
@@ -209,7 +209,7 @@ def test_summary_shows_user_text_literally_under_markdown():
 
 
 def test_summary_of_sql_write_has_one_final_period():
-    from hitl_app.agent.demo_model import summarize_tool_result
+    from hitl_app.agent.demo import summarize_tool_result
 
     call = {"name": "execute_sql", "id": "c8", "args": {"query": "UPDATE records SET amount = 1 WHERE id = -1"}}
     text = summarize_tool_result(call, ToolMessage("0 rows affected.", name="execute_sql", tool_call_id="c8"))
