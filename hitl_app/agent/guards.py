@@ -1,4 +1,7 @@
-"""Stop a model that re-proposes an action the reviewer already rejected in this turn (case C3).
+"""Stop a model that re-proposes an action the reviewer already rejected in this turn.
+
+Without it, a model that ignores a rejection proposes the identical call again and the reviewer
+gets an endless chain of identical cards.
 
 ``RepeatedRejectionGuard`` is an ``AgentMiddleware`` with an ``after_model`` hook. It must run
 BEFORE ``HumanInTheLoopMiddleware.after_model`` so no approval card is raised for the repeat. In
@@ -7,11 +10,10 @@ langchain 1.5.2 ``create_agent`` chains after_model hooks in REVERSE list order
 the guard AFTER the HITL middleware: ``middleware=[HumanInTheLoopMiddleware(...),
 RepeatedRejectionGuard()]``.
 
-A rejection is recognised by the ToolMessage HITL writes for a ``reject`` decision:
-``additional_kwargs == {"lc_source": "hitl_interrupt_decision", "lc_data": {"decision":
-"reject"}}`` (langchain 1.5.2, ``human_in_the_loop._answer_message``). The rejected call's name and
-args are read from the AIMessage that issued that tool call id (HITL keeps the model's call in the
-message). "This turn" means the messages after the last ``HumanMessage``.
+A rejection is recognised by ``hitl_app.review.tool_messages`` (the ToolMessage HITL writes for a
+``reject`` decision). The rejected call's name and args are read from the AIMessage that issued
+that tool call id (HITL keeps the model's call in the message). "This turn" means the messages
+after the last ``HumanMessage``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.runtime import Runtime
 
-from hitl_app.agent.demo_model import GUARD_SOURCE, HITL_SOURCE
+from hitl_app.review.tool_messages import GUARD_SOURCE, Rejected, read_tool_message
 
 REPEAT_TEXT = (
     "Not executed: the reviewer already rejected this exact action ({name} with the same "
@@ -59,12 +61,9 @@ def rejected_in_turn(messages: list[Any]) -> set[tuple[str, str]]:
         if isinstance(m, AIMessage):
             for tc in m.tool_calls:
                 calls[tc["id"]] = tc
-        elif isinstance(m, ToolMessage):
-            extra = m.additional_kwargs or {}
-            decision = (extra.get("lc_data") or {}).get("decision")
-            if extra.get("lc_source") == HITL_SOURCE and decision == "reject":
-                if (tc := calls.get(m.tool_call_id)) is not None:
-                    rejected.add(call_signature(tc))
+        elif isinstance(m, ToolMessage) and isinstance(read_tool_message(m), Rejected):
+            if (tc := calls.get(m.tool_call_id)) is not None:
+                rejected.add(call_signature(tc))
     return rejected
 
 
@@ -75,7 +74,7 @@ class RepeatedRejectionGuard(AgentMiddleware):
     the last HumanMessage, the hook returns (and ``jump_to="end"``):
 
     * one ``ToolMessage(status="error")`` per tool call of that AIMessage (pairing holds), with
-      ``additional_kwargs["lc_source"] == "hitl_repeat_guard"``: the repeat says it was not
+      ``additional_kwargs["lc_source"] == GUARD_SOURCE``: the repeat says it was not
       executed because the reviewer already rejected it and must not be retried unless the user
       asks; the others say the turn was stopped;
     * an AIMessage telling the user the agent stopped and why.

@@ -7,21 +7,17 @@ objects are not handed to the UI). Reading never runs the graph.
 from __future__ import annotations
 
 import asyncio
-import json
-import re
 from typing import Any, Literal
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
 from hitl_app.threads.errors import describe_error_text, describe_run_error
+from hitl_app.review.tool_messages import Edited, Plain, Rejected, Responded, Stopped, read_tool_message
 from hitl_app.review.types import ActionRequest, PendingReview, ReviewConfig
 
 Outcome = Literal["executed", "edited", "rejected", "answered", "error", "stopped"]
 ThreadStatus = Literal["idle", "review", "incomplete", "failed"]
-
-_EDIT_RE = re.compile(r"Executed instead: (?P<name>[\w.-]+) with arguments (?P<args>\{.*?\})\.", re.S)
-_EDIT_NOTICE_START = "Note: a human reviewer replaced this tool call"
 
 
 class ToolCallView(BaseModel):
@@ -71,32 +67,21 @@ class ThreadView(BaseModel):
 def _tool_outcome(msg: ToolMessage) -> tuple[Outcome, dict[str, Any] | None, str]:
     """(outcome, executed args if edited, result text) of a ToolMessage.
 
-    Source for the shapes: FINDINGS.md §3 and langchain's human_in_the_loop.py (1.5.2): reject and
-    respond messages carry ``additional_kwargs["lc_source"] == "hitl_interrupt_decision"``; an edited
-    call's result starts with the edit notice naming the executed arguments.
+    The HITL conventions (reject/respond metadata, the edit notice) are read by
+    ``hitl_app.review.tool_messages``; a guard's refusal is an ``error`` here, as its status says.
     """
-    text = msg.text
-    decision = None
-    if msg.additional_kwargs.get("lc_source") == "hitl_interrupt_decision":
-        decision = (msg.additional_kwargs.get("lc_data") or {}).get("decision")
-    if decision == "reject":
-        return "rejected", None, text
-    if decision == "respond":
-        return "answered", None, text
-    if text.startswith(_EDIT_NOTICE_START):
-        match = _EDIT_RE.search(text)
-        args = None
-        if match:
-            try:
-                args = json.loads(match["args"])
-            except json.JSONDecodeError:
-                args = None
-        result = text.split("Tool response:\n", 1)[1] if "Tool response:\n" in text else text
-        status: Outcome = "error" if msg.status == "error" else "edited"
-        return status, args, result
-    if msg.status == "error":
-        return "error", None, text
-    return "executed", None, text
+    match read_tool_message(msg):
+        case Rejected(text=text):
+            return "rejected", None, text
+        case Responded(answer=answer):
+            return "answered", None, answer
+        case Edited(args=args, result=result, failed=failed, text=text):
+            return ("error" if failed else "edited"), args, result or text
+        case Stopped(text=text) | Plain(text=text, failed=True):
+            return "error", None, text
+        case Plain(text=text):
+            return "executed", None, text
+    raise AssertionError("unreachable: read_tool_message returned an unknown kind")
 
 
 def message_views(messages: list[BaseMessage]) -> list[MessageView]:
