@@ -2,8 +2,8 @@
 
 Public API: ``DemoChatModel``, ``DemoWorkspace``, ``build_tools``, ``resolve_in_sandbox``,
 ``SandboxError``, ``is_read_only_sql``, ``PolicyRule``, ``DEFAULT_POLICY``, ``PolicyError``,
-``interrupt_on_from_policy``, ``load_policy_toml``, ``RepeatedRejectionGuard``, ``make_model``,
-``ModelConfigError``, ``open_checkpointer``, ``AgentBundle``, ``build_demo_agent``.
+``interrupt_on_from_policy``, ``ReviewNeedMemo``, ``load_policy_toml``, ``RepeatedRejectionGuard``,
+``make_model``, ``ModelConfigError``, ``open_checkpointer``, ``AgentBundle``, ``build_demo_agent``.
 """
 
 from hitl_app.agent.build import AgentBundle, build_demo_agent
@@ -15,6 +15,7 @@ from hitl_app.agent.policy import (
     DEFAULT_POLICY,
     PolicyError,
     PolicyRule,
+    ReviewNeedMemo,
     interrupt_on_from_policy,
     load_policy_toml,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "PolicyError",
     "PolicyRule",
     "RepeatedRejectionGuard",
+    "ReviewNeedMemo",
     "SandboxError",
     "build_demo_agent",
     "build_tools",

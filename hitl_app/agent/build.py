@@ -1,9 +1,10 @@
 """Assemble the built-in demo agent: model + demo tools + HITL policy + guard + checkpointer.
 
 Uses ``langchain.agents.create_agent`` with, in this order,
-``HumanInTheLoopMiddleware(interrupt_on=..., interrupt_mode="batched")`` and
+``HumanInTheLoopMiddleware(interrupt_on=..., interrupt_mode="batched")``, ``ReviewNeedMemo`` and
 ``RepeatedRejectionGuard()``; after_model hooks run in reverse list order, so the guard sees each
-model message before the HITL middleware can raise a card for it (see ``guards.py``).
+model message first (see ``guards.py``), then the memo takes each call's "needs review?" answer
+once (see ``policy.py``), then the HITL middleware raises the card.
 """
 
 from __future__ import annotations
@@ -18,7 +19,13 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from hitl_app.agent.guards import RepeatedRejectionGuard
-from hitl_app.agent.policy import DEFAULT_POLICY, PolicyRule, describe_policy, interrupt_on_from_policy
+from hitl_app.agent.policy import (
+    DEFAULT_POLICY,
+    PolicyRule,
+    ReviewNeedMemo,
+    describe_policy,
+    interrupt_on_from_policy,
+)
 from hitl_app.agent.tools import DemoWorkspace, build_tools
 
 SYSTEM_PROMPT = (
@@ -72,6 +79,7 @@ def build_demo_agent(
         system_prompt=SYSTEM_PROMPT,
         middleware=[
             HumanInTheLoopMiddleware(interrupt_on=interrupt_on, interrupt_mode="batched"),
+            ReviewNeedMemo(interrupt_on),
             RepeatedRejectionGuard(),
         ],
         checkpointer=checkpointer,

@@ -6,9 +6,17 @@ and an optional NAMED condition from ``CONDITIONS``. Tools without a rule never 
 
 ``interrupt_on_from_policy`` turns rules into the ``interrupt_on`` mapping of LangChain's
 ``HumanInTheLoopMiddleware`` (langchain 1.5.2): ``description`` is a callable
-``(tool_call, state, runtime) -> str`` and ``when`` a callable ``(ToolCallRequest) -> bool``
-(True = pause). ``when`` runs again when a run resumes (FINDINGS.md §1), so every condition here
-is a pure function of the call's arguments (and, for SQL, of the demo database schema).
+``(tool_call, state, runtime) -> str`` and ``when`` a ``PolicyCondition``, a callable
+``(ToolCallRequest) -> bool`` (True = pause).
+
+The middleware calls ``when`` again when a run resumes, and in batched mode the reviewer's
+decisions are matched to the calls that paused by position: if the answer changes in between,
+resuming fails ("Number of human decisions (1) does not match number of hanging tool calls (2)")
+or, worse, skips a decision. A condition may depend on data that changes meanwhile (for SQL, the
+demo database's schema, which any thread can alter). So the answer is taken ONCE per tool call:
+``ReviewNeedMemo``, an after_model middleware that runs just before the HITL middleware, stores
+``{tool_call_id: needs_review}`` in graph state (``REVIEW_NEED_KEY``, checkpointed with the
+thread), and ``PolicyCondition`` returns that stored answer whenever it exists.
 
 ``load_policy_toml`` reads the same rules from a TOML file::
 
@@ -25,9 +33,12 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Annotated, Any, NotRequired
 
-from langchain.agents.middleware import InterruptOnConfig
+from langchain.agents.middleware import AgentMiddleware, AgentState, InterruptOnConfig
+from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.messages import AIMessage
+from langgraph.runtime import Runtime
 
 from hitl_app.agent.tools import is_read_only_sql
 from hitl_app.errors import StartupError
@@ -125,7 +136,8 @@ def interrupt_on_from_policy(
 
     Returns ``{tool: {"allowed_decisions": [...], "description": callable, "when"?: callable}}``.
     ``description`` has the middleware's signature ``(tool_call, state, runtime) -> str``;
-    ``when`` takes a ``ToolCallRequest`` and reads ``request.tool_call["args"]``.
+    ``when`` is a ``PolicyCondition`` (give the same mapping to ``ReviewNeedMemo`` so its answer
+    stays the same on resume).
 
     Raises:
         PolicyError: a rule is invalid (see ``validate_rule``).
@@ -139,7 +151,7 @@ def interrupt_on_from_policy(
         }
         if rule.condition:
             predicate = CONDITIONS[rule.condition](Path(demo_db_path))
-            config["when"] = _when(predicate)
+            config["when"] = PolicyCondition(rule.condition, predicate)
         result[rule.tool] = config
     return result
 
@@ -151,11 +163,93 @@ def _describer(rule: PolicyRule) -> Callable[[Any, Any, Any], str]:
     return describe
 
 
-def _when(predicate: Callable[[Mapping[str, Any]], bool]) -> Callable[[Any], bool]:
-    def when(request: Any) -> bool:
-        return bool(predicate(request.tool_call.get("args") or {}))
+REVIEW_NEED_KEY = "hitl_review_needed"
+"""Graph state key: ``{tool_call_id: True if the call pauses for review}`` for the last model message."""
 
-    return when
+
+class PolicyCondition:
+    """A rule's named condition as a HITL ``when`` predicate whose answer is taken once per call.
+
+    Args:
+        name: the condition's key in ``CONDITIONS`` (for messages).
+        predicate: ``args -> bool`` (True = pause), evaluated on the live data.
+
+    Called with a ``ToolCallRequest``: returns the answer ``ReviewNeedMemo`` stored in
+    ``request.state[REVIEW_NEED_KEY]`` for ``request.tool_call["id"]``; only when there is none
+    (no memo middleware, or a checkpoint written before it existed) is ``predicate`` asked now.
+    """
+
+    def __init__(self, name: str, predicate: Callable[[Mapping[str, Any]], bool]) -> None:
+        self.name = name
+        self.predicate = predicate
+
+    def evaluate(self, args: Mapping[str, Any]) -> bool:
+        """The live answer for a call's ``args`` (True = pause)."""
+        return bool(self.predicate(args or {}))
+
+    def __call__(self, request: Any) -> bool:
+        state = getattr(request, "state", None)
+        memo = state.get(REVIEW_NEED_KEY) if isinstance(state, Mapping) else None
+        call_id = request.tool_call.get("id")
+        if isinstance(memo, Mapping) and call_id in memo:
+            return bool(memo[call_id])
+        return self.evaluate(request.tool_call.get("args") or {})
+
+    def __repr__(self) -> str:
+        return f"PolicyCondition({self.name!r})"
+
+
+class _ReviewNeedState(AgentState):
+    hitl_review_needed: NotRequired[Annotated[dict[str, bool], PrivateStateAttr]]
+
+
+class ReviewNeedMemo(AgentMiddleware):
+    """Takes each tool call's "needs review?" answer once, right after the model proposes it.
+
+    For every tool call of the last AIMessage whose tool has a ``PolicyCondition`` in
+    ``interrupt_on``, it stores ``condition.evaluate(args)`` under the call id in graph state
+    (``REVIEW_NEED_KEY``; a private key, so a thread's input cannot set it). An answer already
+    stored for that id is kept. The HITL middleware's ``when`` then reads it, both when the review
+    is raised and when the run resumes, even in another process or after the data changed.
+
+    Must run BEFORE ``HumanInTheLoopMiddleware.after_model``: ``create_agent`` runs after_model
+    hooks in reverse list order, so list it AFTER the HITL middleware.
+
+    Args:
+        interrupt_on: the mapping built by ``interrupt_on_from_policy``.
+    """
+
+    state_schema = _ReviewNeedState  # type: ignore[assignment]
+
+    def __init__(self, interrupt_on: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.conditions: dict[str, PolicyCondition] = {
+            tool: config["when"]
+            for tool, config in interrupt_on.items()
+            if isinstance(config, Mapping) and isinstance(config.get("when"), PolicyCondition)
+        }
+
+    def after_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        """Returns ``{REVIEW_NEED_KEY: {tool_call_id: bool}}`` for the last AIMessage, or None."""
+        last = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
+        known = state.get(REVIEW_NEED_KEY) or {}
+        answers: dict[str, bool] = {}
+        for tool_call in last.tool_calls if last is not None else ():
+            condition = self.conditions.get(tool_call["name"])
+            call_id = tool_call.get("id")
+            if condition is None or not call_id:
+                continue
+            if call_id in known:
+                answers[call_id] = bool(known[call_id])
+            else:
+                answers[call_id] = condition.evaluate(tool_call.get("args") or {})
+        if not answers and not known:
+            return None
+        return {REVIEW_NEED_KEY: answers}
+
+    async def aafter_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        """Async variant of ``after_model`` (same logic; the conditions do only local reads)."""
+        return self.after_model(state, runtime)
 
 
 def validate_rule(rule: PolicyRule, *, source: str) -> None:

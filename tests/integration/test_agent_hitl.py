@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 from sqlmodel import Session, select
 
-from hitl_app.agent.demo_model import DemoChatModel
+from hitl_app.agent.demo import DemoChatModel
 from hitl_app.store.tables import OutboxMail, ToolEffect
 from tests.helpers.pairing import assert_pairing
 from tests.integration.conftest import drive
@@ -230,7 +230,7 @@ CHILD = textwrap.dedent(
     from langgraph.types import Command
     from hitl_app.agent.build import build_demo_agent
     from hitl_app.agent.checkpoint import open_checkpointer
-    from hitl_app.agent.demo_model import DemoChatModel
+    from hitl_app.agent.demo import DemoChatModel
     from hitl_app.agent.tools import DemoWorkspace
     from hitl_app.store.db import make_engines
 
@@ -294,3 +294,26 @@ async def test_fail_after_words_raises_from_the_stream_and_thread_recovers(make_
     out = await drive(graph, user("read records"), config)
     assert out.interrupts == []
     assert_pairing(await messages(graph, config))
+
+
+async def test_m4_pending_review_survives_a_schema_change_made_elsewhere(make_agent, workspace):
+    """The SELECT in a batch was auto-approved when the card was raised; another thread then drops
+    its table. Approving the card must still run the turn: the policy answers "needs review?" once
+    per tool call, not again against the changed schema."""
+    graph = make_agent().graph
+    viewer, other = cfg(), cfg()
+    first = await drive(graph, user("email pat@example.com about budget: ok and sql: SELECT count(*) FROM records"), viewer)
+    [intr] = first.interrupts
+    assert [a["name"] for a in intr.value["action_requests"]] == ["send_email"]  # the SELECT needs no card
+
+    await drive(graph, user("sql: DROP TABLE records"), other)
+    dropped = await drive(graph, resume({"type": "approve"}), other)
+    assert "rows affected" in dropped.texts[-1]
+
+    done = await drive(graph, resume({"type": "approve"}), viewer)
+    assert done.interrupts == []
+    assert mails(workspace) == [("pat@example.com", "budget")]
+    text = done.texts[-1]
+    assert "Sent the email to pat@example.com" in text
+    assert "execute_sql failed" in text and "no such table: records" in text
+    assert_pairing(await messages(graph, viewer))

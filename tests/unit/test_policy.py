@@ -10,6 +10,8 @@ from hitl_app.agent.policy import (
     DEFAULT_POLICY,
     PolicyError,
     PolicyRule,
+    REVIEW_NEED_KEY,
+    ReviewNeedMemo,
     interrupt_on_from_policy,
     load_policy_toml,
 )
@@ -131,3 +133,25 @@ def test_missing_policy_file(tmp_path):
 def test_invalid_rule_in_code_is_refused(workspace):
     with pytest.raises(PolicyError, match="non-empty"):
         interrupt_on_from_policy([PolicyRule("x", [], "d")], workspace.demo_db_path)
+
+
+def test_the_review_need_is_taken_once_per_tool_call_and_survives_a_schema_change(interrupt_on, workspace):
+    """A SELECT that needed no review when proposed keeps that answer after its table is dropped."""
+    import sqlite3
+
+    from langchain_core.messages import AIMessage
+
+    select = {"name": "execute_sql", "args": {"query": "SELECT count(*) FROM records"}, "id": "c1"}
+    update = {"name": "execute_sql", "args": {"query": "UPDATE records SET amount = 0"}, "id": "c2"}
+    email = {"name": "send_email", "args": {"to": "a@example.com"}, "id": "c3"}
+    state = {"messages": [AIMessage("", tool_calls=[select, update, email])]}
+    memo = ReviewNeedMemo(interrupt_on).after_model(state, None)
+    assert memo == {REVIEW_NEED_KEY: {"c1": False, "c2": True}}  # send_email has no condition
+
+    with sqlite3.connect(workspace.demo_db_path) as conn:
+        conn.execute("DROP TABLE records")
+    assert pauses(interrupt_on, "execute_sql", select["args"]) is True  # the live answer changed
+    when = interrupt_on["execute_sql"]["when"]
+    resumed = {**state, **memo}
+    assert when(SimpleNamespace(tool_call=select, state=resumed)) is False  # the stored one did not
+    assert ReviewNeedMemo(interrupt_on).after_model(resumed, None) == memo  # re-entry keeps it
