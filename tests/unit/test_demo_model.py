@@ -214,3 +214,28 @@ def test_summary_of_sql_write_has_one_final_period():
     call = {"name": "execute_sql", "id": "c8", "args": {"query": "UPDATE records SET amount = 1 WHERE id = -1"}}
     text = summarize_tool_result(call, ToolMessage("0 rows affected.", name="execute_sql", tool_call_id="c8"))
     assert text.endswith("0 rows affected.") and not text.endswith("..")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT 1 -- `` ![x](http://127.0.0.1:3610/ping?exfil=SECRET) ``",
+        "SELECT '```' || '`' AS ticks",
+        "`SELECT 1`",
+        "SELECT 1;\n\n![x](http://127.0.0.1:3610/ping)",
+    ],
+)
+def test_sql_in_a_summary_stays_inside_its_code_span(model, query):
+    """User text cannot close the inline code span and be rendered as markdown (an image, a link)."""
+    from markdown_it import MarkdownIt
+
+    from hitl_app.agent.demo import code_span, summarize_tool_result
+
+    call = {"name": "execute_sql", "id": "c7", "args": {"query": query}}
+    sentence = summarize_tool_result(call, ToolMessage("0 rows affected.", name="execute_sql", tool_call_id="c7"))
+    html = MarkdownIt("commonmark").render(sentence)
+    assert "<img" not in html and "<a " not in html
+    tokens = MarkdownIt("commonmark").parseInline(code_span(query))[0].children
+    assert [(t.type, t.content) for t in tokens] == [("code_inline", " ".join(query.splitlines()))]
+    intro = model.invoke([HumanMessage(f"sql: {query}")]).text
+    assert "<img" not in MarkdownIt("commonmark").render(intro)
