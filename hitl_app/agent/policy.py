@@ -111,8 +111,7 @@ CONDITIONS: dict[str, ConditionFactory] = {
 DEFAULT_POLICY: list[PolicyRule] = [
     PolicyRule("send_email", ["approve", "edit", "reject"], "Send an email to {to}: {subject}"),
     PolicyRule("write_file", ["approve", "edit", "reject"], "Write the file {path}", "outside_drafts"),
-    # Issue 2's table: approve or reject only. (Case C5 edits a delete's path; its tests run with a
-    # policy that allows edit on delete_file, as a HITL_POLICY file can.)
+    # Deleting is approve-or-reject only; a HITL_POLICY file may also allow edit (e.g. a path).
     PolicyRule("delete_file", ["approve", "reject"], "Delete the file {path}"),
     PolicyRule("execute_sql", ["approve", "reject"], "Run SQL that changes data: {query}", "not_read_only_sql"),
     PolicyRule("ask_user", ["respond"], "Question for you: {question}"),

@@ -16,6 +16,7 @@ from langgraph.types import Command
 from sqlmodel import Session, select
 
 from hitl_app.agent.demo import DemoChatModel
+from hitl_app.review.tool_messages import Edited, Rejected, read_tool_message
 from hitl_app.store.tables import OutboxMail, ToolEffect
 from tests.helpers.pairing import assert_pairing
 from tests.integration.conftest import drive
@@ -76,6 +77,8 @@ async def test_c2_edit_sends_only_to_carol_and_reply_names_carol(make_agent, wor
     assert_pairing(msgs)
     tool_msg = next(m for m in msgs if isinstance(m, ToolMessage))
     assert "a human reviewer replaced this tool call" in tool_msg.text and "carol@example.com" in tool_msg.text
+    reading = read_tool_message(tool_msg)
+    assert isinstance(reading, Edited) and (reading.name, reading.args) == ("send_email", edited)
 
 
 async def test_c1_reject_keeps_the_file_and_says_so(make_agent, workspace):
@@ -185,7 +188,7 @@ class StubbornModel(DemoChatModel):
     def _plan(self, messages):
         plan = super()._plan(messages)
         last = messages[-1]
-        if isinstance(last, ToolMessage) and (last.additional_kwargs or {}).get("lc_source") == "hitl_interrupt_decision":
+        if isinstance(last, ToolMessage) and isinstance(read_tool_message(last), Rejected):
             ai = next(m for m in reversed(messages) if isinstance(m, AIMessage))
             calls = tuple((tc["name"], tc["args"]) for tc in ai.tool_calls)
             return type(plan)(text="Let me try that again.", calls=calls)
