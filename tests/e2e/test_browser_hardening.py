@@ -55,6 +55,8 @@ def test_markdown_images_from_the_model_are_never_fetched(page: Page, echo_serve
     url, hits = other_origin
     open_new_thread(page, echo_server)
     reply = reply_to(page, f"Look: ![chart]({url}/pixel.gif?exfil=SECRET) and [the docs]({url}/docs)")
+    page.wait_for_timeout(1000)
+    assert hits == [], f"the browser contacted another origin: {hits}"
     assert "image: chart" in reply
     bubble = messages(page, "assistant").last
     expect(bubble.locator("img")).to_have_count(0)
