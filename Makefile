@@ -6,6 +6,8 @@ PYTHON ?= python3.11
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 3000
+# Loopback only unless a host is given: HOST=0.0.0.0 make run listens on every interface.
+HOST ?= 127.0.0.1
 BUN_VERSION := 1.4.4
 TOOLS := $(CURDIR)/.tools
 
@@ -50,7 +52,7 @@ setup-test: setup $(VENV)/.installed-test /usr/bin/chromium
 export GUNICORN_CMD_ARGS ?= --graceful-timeout 5
 
 run: setup
-	$(VENV)/bin/reflex run --env prod --frontend-port $(PORT) --backend-port $(PORT)
+	$(VENV)/bin/reflex run --env prod --backend-host $(HOST) --frontend-port $(PORT) --backend-port $(PORT)
 
 # Two pytest processes: sync Playwright (tests/e2e) keeps an event loop running in the main thread for
 # the rest of its session, which pytest-asyncio's tests cannot share.

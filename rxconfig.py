@@ -5,12 +5,18 @@ import os
 import reflex as rx
 
 # A 1 MB paste must reach the server and be refused with a clear message instead of closing the
-# websocket (engine.io's default limit is 1,000,000 bytes; see ../shared/reference/reflex-langgraph-loop.md).
+# websocket (engine.io's default limit is 1,000,000 bytes, and a longer message drops the connection).
+# The limit must hold MAX_PASTE_CHARS (hitl_app/review/types.py) at the widest UTF-8 encoding. Large
+# events cost memory only: the browser error reports that reach the log are cut to 2 KB
+# (hitl_app/logsafe.py).
 os.environ.setdefault("REFLEX_SOCKET_MAX_HTTP_BUFFER_SIZE", str(8 * 1024 * 1024))
 
 config = rx.Config(
     app_name="hitl_app",
     telemetry_enabled=False,
+    # Listen on loopback unless told otherwise (`reflex run --backend-host 0.0.0.0`, or
+    # `HOST=0.0.0.0 make run`); Reflex's own default is every interface.
+    backend_host="127.0.0.1",
     show_built_with_reflex=False,
     plugins=[rx.plugins.RadixThemesPlugin(theme=rx.theme(accent_color="indigo", radius="medium"))],
     disable_plugins=[rx.plugins.SitemapPlugin],

@@ -6,10 +6,15 @@ import contextlib
 import logging
 import os
 import sys
+from pathlib import Path
 
 import reflex as rx
+from reflex import constants
+from reflex.utils import prerequisites
 
 from hitl_app.errors import StartupError
+from hitl_app.http_headers import SecurityHeaders
+from hitl_app.logsafe import log_frontend_report, quiet_noisy_loggers
 from hitl_app.runtime import open_runtime
 from hitl_app.ui.audit_state import AuditState
 from hitl_app.ui.components.audit import audit_page
@@ -17,6 +22,7 @@ from hitl_app.ui.pages import IndexState, index, thread_page
 from hitl_app.ui.state import LIVE_JS, ChatState
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+quiet_noisy_loggers()
 
 
 @contextlib.asynccontextmanager
@@ -38,7 +44,28 @@ async def lifespan():
         await runtime.__aexit__(None, None, None)
 
 
-app = rx.App(head_components=[rx.script(LIVE_JS)])
+def frontend_exception_handler(exception: Exception) -> None:
+    """Log an error a browser reported as one escaped line of at most 2 KB, rate-limited per
+    process: the report is client text, so it must not forge log lines nor fill the disk."""
+    log_frontend_report(str(exception))
+
+
+def _static_dir() -> Path:
+    """The compiled front end's folder, as Reflex's prod server mounts it."""
+    frontend_path = rx.config.get_config().frontend_path.strip("/")
+    return (prerequisites.get_web_dir() / constants.Dirs.STATIC / frontend_path).resolve()
+
+
+def with_security_headers(asgi_app):
+    """Wrap the whole backend (pages, static files, API routes) in ``SecurityHeaders``."""
+    return SecurityHeaders(asgi_app, _static_dir(), extra_scripts=[LIVE_JS])
+
+
+app = rx.App(
+    head_components=[rx.script(LIVE_JS)],
+    frontend_exception_handler=frontend_exception_handler,
+    api_transformer=with_security_headers,
+)
 app.register_lifespan_task(lifespan)
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
 app.add_page(thread_page, route="/thread/[thread_id]", on_load=ChatState.load_thread, title="hitl_app · chat")

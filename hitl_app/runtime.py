@@ -20,6 +20,7 @@ from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
 
 from hitl_app.errors import StartupError
+from hitl_app.logsafe import safe_url
 from hitl_app.settings import Settings, get_settings
 from hitl_app.store.db import Engines, create_schema, make_engines
 from hitl_app.threads.bus import RunBus
@@ -56,12 +57,8 @@ def get_service() -> ThreadService:
 
 
 def _safe_url(url: str) -> str:
-    """``url`` without a password (``postgresql://user:***@host/db``)."""
-    if "@" in url and "://" in url:
-        scheme, rest = url.split("://", 1)
-        cred, host = rest.rsplit("@", 1)
-        return f"{scheme}://{cred.split(':', 1)[0]}:***@{host}" if ":" in cred else url
-    return url
+    """``url`` without a password (``postgresql://user:***@host/db?password=***``)."""
+    return safe_url(url)
 
 
 def make_bus(settings: Settings) -> RunBus | RedisRunBus:

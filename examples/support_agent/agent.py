@@ -22,6 +22,7 @@ spec) to drive the same tools and policy with a real model. Phrases of the offli
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -69,7 +70,7 @@ def refund_payment(order_id: str, amount: float) -> str:
     order = ORDERS.get(order_id)
     if order is None:
         return f"No order {order_id}; nothing refunded."
-    if amount <= 0 or amount > order["total"]:
+    if not math.isfinite(amount) or amount <= 0 or amount > order["total"]:
         return f"Refused: {amount:.2f} is not between 0 and the order total {order['total']:.2f}."
     _record("refund", order_id=order_id, amount=amount)
     return f"Refunded {amount:.2f} on order {order_id}."

@@ -100,12 +100,21 @@ def pydantic_args_validator(schema: type[BaseModel]) -> ArgsValidator:
     return check
 
 
+class _NonFiniteNumber(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in edited JSON (Python's json accepts them)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFiniteNumber(name)
+
+
 def parse_args_json(text: str) -> dict[str, Any]:
     """Parse the edit editor's text into an arguments object.
 
     Raises:
         ReviewError: ``too_large`` over ``MAX_EDIT_JSON_CHARS`` characters, ``bad_json`` for
-            invalid JSON (with line and column) or JSON that is not an object.
+            invalid JSON (with line and column), ``NaN``/``Infinity`` (not JSON, and not storable
+            as JSON later), nesting too deep to parse, or JSON that is not an object.
     """
     if len(text) > MAX_EDIT_JSON_CHARS:
         raise ReviewError(
@@ -114,11 +123,15 @@ def parse_args_json(text: str) -> dict[str, Any]:
             code="too_large",
         )
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise ReviewError(
             f"Not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}).", code="bad_json"
         ) from None
+    except _NonFiniteNumber as exc:
+        raise ReviewError(f"Not valid JSON: {exc} is not a number JSON allows; write a finite number.", code="bad_json") from None
+    except RecursionError:
+        raise ReviewError("Not valid JSON: the arguments are nested too deeply.", code="bad_json") from None
     if not isinstance(value, dict):
         raise ReviewError("The arguments must be a JSON object, like {\"to\": \"...\"}.", code="bad_json")
     return value

@@ -120,12 +120,25 @@ def to_json(*, rows: list[AuditRow]) -> str:
     return json.dumps(out, ensure_ascii=False, indent=2)
 
 
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+"""A text cell starting with one of these is a formula to spreadsheet programs (OWASP CSV injection)."""
+
+
+def _csv_cell(value: object) -> object:
+    """``value`` for a CSV cell: text that a spreadsheet would run as a formula gets a leading ``'``
+    (shown as text, e.g. ``'=HYPERLINK(...)``); numbers the app wrote stay numbers."""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
 def to_csv(*, rows: list[AuditRow]) -> str:
-    """The rows as CSV with a header row (``EXPORT_FIELDS``; args as JSON text)."""
+    """The rows as CSV with a header row (``EXPORT_FIELDS``; args as JSON text). Text cells that
+    start with ``= + - @``, tab or CR are prefixed with ``'`` so spreadsheets do not evaluate them."""
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(EXPORT_FIELDS)
     for row in rows:
         d = asdict(row)
-        writer.writerow([d[k] for k in EXPORT_FIELDS])
+        writer.writerow([_csv_cell(d[k]) for k in EXPORT_FIELDS])
     return buf.getvalue()

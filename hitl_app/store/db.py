@@ -70,13 +70,13 @@ def make_engines(url: str) -> Engines:
     sync_url, async_url = _driver_urls(url)
     if sync_url.startswith("sqlite"):
         Path(sync_url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
-        sync = create_engine(sync_url, connect_args={"check_same_thread": False, "timeout": 5})
-        async_ = create_async_engine(async_url, connect_args={"timeout": 5})
+        sync = create_engine(sync_url, connect_args={"check_same_thread": False, "timeout": 5}, hide_parameters=True)
+        async_ = create_async_engine(async_url, connect_args={"timeout": 5}, hide_parameters=True)
         _sqlite_pragmas(sync)
         _sqlite_pragmas(async_)
     else:
-        sync = create_engine(sync_url, pool_pre_ping=True)
-        async_ = create_async_engine(async_url, pool_pre_ping=True)
+        sync = create_engine(sync_url, pool_pre_ping=True, hide_parameters=True)
+        async_ = create_async_engine(async_url, pool_pre_ping=True, hide_parameters=True)
     return Engines(url=url, sync=sync, async_=async_)
 
 

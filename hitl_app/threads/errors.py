@@ -2,15 +2,23 @@
 
 Provider errors are recognised through ``langchain_core.exceptions.ModelError`` subclasses (which
 ``langchain-openai`` and ``langchain-anthropic`` raise: rate limit, API error, connection,
-timeout, auth) and, failing that, an HTTP ``status_code`` attribute; anything else keeps its type
-and first line. The text always ends with what the user can do (``press Retry``).
+timeout, auth) and, failing that, an HTTP ``status_code`` attribute. Anything else (a database,
+tool or programming error) can carry SQL text, host names or user names, so the user sees only a
+generic sentence with a short log id, and the details go to the server log under that id. The text
+always ends with what the user can do (``press Retry``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import re
 
 from langchain_core import exceptions as lc
+
+from hitl_app.logsafe import one_log_line
+
+log = logging.getLogger(__name__)
 
 _REPR = re.compile(r"^(\w+)\((.*)\)$", re.DOTALL)
 _CODE = re.compile(r"Error code: (\d{3})")
@@ -18,7 +26,8 @@ _CODE = re.compile(r"Error code: (\d{3})")
 
 def describe_error_text(text: str) -> str:
     """Like ``describe_run_error`` for an error stored in a checkpoint as ``repr(exc)`` text,
-    e.g. ``"OpenAIRateLimitError('Error code: 429 - ...')"``; other text keeps its first line."""
+    e.g. ``"OpenAIRateLimitError('Error code: 429 - ...')"``; other text gives the generic sentence
+    with its log id (the text is logged under that id)."""
     text = (text or "").strip()
     match = _REPR.match(text)
     name, detail = (match.group(1), match.group(2).strip("'\"")) if match else ("", text)
@@ -34,13 +43,14 @@ def describe_error_text(text: str) -> str:
         return "The connection to the model provider failed or dropped mid-reply. Press Retry."
     if status is not None and status >= 500:
         return f"The model provider had an internal error (HTTP {status}). Press Retry."
-    line = " ".join(detail.split())[:300]
-    return f"{name}: {line}" if name else (line or "The run failed.")
+    return _internal_error(name or "Error", detail)
 
 
 def describe_run_error(exc: BaseException) -> str:
     """One line for a failed run, e.g. ``"The model provider is rate-limiting requests (HTTP 429).
-    Wait a moment and press Retry."``; never empty."""
+    Wait a moment and press Retry."``; never empty. An error that is not the model provider's is
+    logged (with its traceback) and described as ``"The run failed because of an internal error
+    (log id 1a2b3c4d). Press Retry; ..."``."""
     status = getattr(exc, "status_code", None)
     if status is None:
         status = getattr(getattr(exc, "response", None), "status_code", None)
@@ -61,4 +71,19 @@ def describe_run_error(exc: BaseException) -> str:
     name = type(exc).__name__
     if "RemoteProtocolError" in name or "incomplete chunked read" in detail:
         return "The connection to the model provider failed or dropped mid-reply. Press Retry."
-    return f"{name}: {detail}" if detail else name
+    return _internal_error(name, str(exc), exc)
+
+
+def log_id_for(name: str, detail: str) -> str:
+    """A short id (8 hex digits) for an error, the same for the same type name and text, so the
+    id a user quotes finds the error's log lines even when the thread is reloaded later."""
+    return hashlib.sha256(f"{name}: {' '.join(detail.split())}".encode()).hexdigest()[:8]
+
+
+def _internal_error(name: str, detail: str, exc: BaseException | None = None) -> str:
+    log_id = log_id_for(name, detail)
+    log.error("run error log id %s: %s: %s", log_id, name, one_log_line(detail, limit=4000), exc_info=exc)
+    return (
+        f"The run failed because of an internal error (log id {log_id}). Press Retry; if it fails again, "
+        "give the log id to whoever runs this server."
+    )

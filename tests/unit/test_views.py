@@ -27,7 +27,7 @@ def test_a_stopped_run_is_incomplete_not_a_failure():
     assert view.error is None
 
 
-def test_a_run_that_raised_is_failed_with_its_error():
-    view = thread_view_from_snapshot("t", _snapshot(RuntimeError("model broke")))
+def test_a_run_that_raised_is_failed_with_a_log_id_not_its_details():
+    view = thread_view_from_snapshot("t", _snapshot(RuntimeError("model broke at db.internal")))
     assert view.status == "failed"
-    assert view.error is not None and "model broke" in view.error
+    assert view.error is not None and "log id" in view.error and "db.internal" not in view.error

@@ -8,8 +8,33 @@ from hitl_app.ui import theme
 from hitl_app.ui.rows import MessageRow
 
 
-_MARKDOWN = {"p": lambda text: rx.text(text, margin_y="0.6em")}
-"""Paragraph spacing inside assistant bubbles (Reflex's default is 1em above and below)."""
+LINK_REL = "noopener noreferrer nofollow"
+"""``rel`` of links in assistant text: the opened page gets no handle on this tab, no referrer, and
+no ranking credit."""
+
+
+def _md_link(*children: rx.Component, **props) -> rx.Component:
+    """A markdown link: opens in a new tab with ``LINK_REL``."""
+    return rx.link(*children, rel=LINK_REL, target="_blank", **props)
+
+
+def _md_image(*_children: rx.Component, **_props) -> rx.Component:
+    """A markdown image as a text link (``image: <alt text>``): model text must not make the browser
+    fetch a URL by itself (a remote image URL can carry data out, e.g. ``?q=<secret>``)."""
+    return rx.el.a(
+        "image: ",
+        rx.Var(_js_expr="(props.alt || props.src || '')", _var_type=str),
+        href=rx.Var(_js_expr="props.src", _var_type=str),
+        rel=LINK_REL,
+        target="_blank",
+        custom_attrs={"data-testid": "markdown-image-link"},
+        style={"color": "var(--accent-11)", "textDecoration": "underline"},
+    )
+
+
+_MARKDOWN = {"p": lambda text: rx.text(text, margin_y="0.6em"), "a": _md_link, "img": _md_image}
+"""Assistant markdown: paragraph spacing (Reflex's default is 1em above and below), links in a new
+tab without referrer, images as text links (never loaded)."""
 _NO_OUTER_MARGIN = {
     # the markdown sits in one wrapper <div>: its first and last blocks touch the padding
     "& > div > :first-child": {"marginTop": "0"},
