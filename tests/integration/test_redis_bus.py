@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 
 import pytest
@@ -115,3 +116,36 @@ async def test_startup_failure_does_not_print_the_redis_password(tmp_path):
     message = str(info.value)
     assert "127.0.0.1:1" in message
     assert "S3cret" not in message, message
+
+
+async def test_a_silent_redis_neither_freezes_the_worker_nor_hangs_a_tab():
+    """Redis accepts connections but never answers (a network partition): each bus call fails after
+    its socket timeout, and meanwhile the worker's event loop keeps serving everyone else."""
+    async def never_answer(reader, writer):
+        await reader.read(1 << 16)
+        await asyncio.sleep(3600)
+
+    server = await asyncio.start_server(never_answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    bus = RedisRunBus(f"redis://127.0.0.1:{port}/0", prefix=unique_prefix(), socket_timeout_s=0.3)
+    ticks = 0
+
+    async def other_users():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.05)
+            ticks += 1
+
+    ticker = asyncio.create_task(other_users())
+    started = time.monotonic()
+    try:
+        for call in (bus.is_live, bus.generation, bus.current_text):
+            with pytest.raises(redis.exceptions.RedisError):
+                await call(str(uuid.uuid4()))
+        elapsed = time.monotonic() - started
+        assert elapsed < 10, f"three calls took {elapsed:.1f}s"
+        assert ticks >= elapsed / 0.05 * 0.5, f"the event loop stalled: {ticks} ticks in {elapsed:.1f}s"
+    finally:
+        ticker.cancel()
+        server.close()
+        await bus.aclose()
