@@ -91,6 +91,28 @@ def _decode(message: str) -> tuple[int, RunEvent]:
     return int(number), RunEvent(**json.loads(data))
 
 
+def _take_queued(queue: asyncio.Queue[str]) -> list[str]:
+    """The messages already in ``queue`` (without waiting)."""
+    messages = []
+    while not queue.empty():
+        messages.append(queue.get_nowait())
+    return messages
+
+
+def _newer_than(seen: int, messages: list[str]) -> list[RunEvent]:
+    """Events of ``messages`` after sequence number ``seen``, up to and including ``ended``."""
+    events = []
+    for message in messages:
+        if message == RESYNC:
+            continue
+        number, event = _decode(message)
+        if number > seen:
+            events.append(event)
+            if event.kind == "ended":
+                break
+    return events
+
+
 class RedisRunBus:
     """Run events, run leases and Stop requests shared by every worker through Redis.
 
@@ -302,11 +324,13 @@ class RedisRunBus:
                     yield RunEvent(kind="ended", run_id=run_id, outcome="failed", error="The worker running this reply stopped. Press Retry.")
                     return
                 if message == RESYNC:
+                    yield RunEvent(kind="boundary", run_id=run_id)  # reload what was committed meanwhile
                     snapshot = await self._snapshot(thread_id)
-                    if snapshot is None:
-                        return  # the run ended meanwhile: the caller reads the result from the checkpoint
+                    if snapshot is None:  # the run ended meanwhile; its "ended" may have come after
+                        for event in _newer_than(seen, _take_queued(queue)):
+                            yield event
+                        return  # no "ended" seen: the caller reads the result from the checkpoint
                     run_id, seen, text = snapshot
-                    yield RunEvent(kind="boundary", run_id=run_id)
                     yield RunEvent(kind="text", run_id=run_id, delta=text, reset=True)
                     continue
                 number, event = _decode(message)

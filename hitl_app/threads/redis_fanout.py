@@ -83,8 +83,11 @@ class PubSubFanout:
         """Receive ``channel``'s messages (``data`` strings, or ``RESYNC``) while inside the block.
 
         Entering returns once Redis confirmed the subscription, so every message published after
-        that is in the queue. Raises redis errors if the subscription cannot be sent.
+        that is in the queue. Raises redis errors if the subscription cannot be sent, and
+        RuntimeError before ``start``.
         """
+        if self._reader is None:
+            raise RuntimeError("PubSubFanout.start() was not awaited (RedisRunBus.start() does it)")
         listeners = self._wanted.get(channel)
         if listeners is None:
             listeners = self._wanted[channel] = _Listeners(asyncio.get_running_loop().create_future())
@@ -130,15 +133,18 @@ class PubSubFanout:
                 await self._pubsub.unsubscribe(channel)
 
     async def _read(self) -> None:
+        pause = 0.05
         while True:
             try:
                 message = await self._pubsub.get_message(timeout=_READ_TIMEOUT_S)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # noqa: BLE001 - keep reading; redis-py reconnects on the next call
-                log.warning("redis pub/sub read failed (%s); retrying", type(exc).__name__)
-                await asyncio.sleep(1.0)
+                log.warning("redis pub/sub read failed (%s: %s); retrying in %.2fs", type(exc).__name__, exc, pause)
+                await asyncio.sleep(pause)
+                pause = min(pause * 2, 2.0)
                 continue
+            pause = 0.05
             if message is not None:
                 self._dispatch(message)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import inspect
 import os
 import signal
 import subprocess
@@ -145,7 +146,11 @@ async def test_run_lease_is_exclusive_until_the_run_ends(buses):
     await holder.open(t, winner, "turn")
     assert not await a.acquire_lease(t, other, "turn")
     holder.publish(t, RunEvent(kind="ended", run_id=winner, outcome="finished"))
-    assert await a.acquire_lease(t, other, "turn"), "the run's end frees the lease"
+
+    async def acquired() -> bool:  # the end reaches the other worker asynchronously
+        return await a.acquire_lease(t, other, "turn")
+
+    await eventually(acquired)  # the run's end frees the lease
 
 
 async def test_stop_request_reaches_the_running_side(buses, request):
@@ -251,3 +256,17 @@ async def test_lease_expires_when_its_holder_dies():
         with contextlib.suppress(ProcessLookupError):
             holder.kill()
         await other.aclose()
+
+
+@pytest.mark.parametrize("implementation", [LocalRunBus, RedisRunBus])
+def test_implementation_has_every_protocol_method_with_the_same_signature(implementation):
+    """No silent drift: same names, same parameters, same sync/async/async-generator kind."""
+    for name, member in vars(RunBus).items():
+        if name.startswith("_") or not callable(member):
+            continue
+        mine = getattr(implementation, name)
+        assert list(inspect.signature(mine).parameters) == list(inspect.signature(member).parameters), name
+        if name == "subscribe":
+            assert inspect.isasyncgenfunction(mine), name
+        else:
+            assert inspect.iscoroutinefunction(mine) == inspect.iscoroutinefunction(member), name

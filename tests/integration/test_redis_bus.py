@@ -149,3 +149,53 @@ async def test_a_silent_redis_neither_freezes_the_worker_nor_hangs_a_tab():
         ticker.cancel()
         server.close()
         await bus.aclose()
+
+
+async def test_watchers_survive_a_dropped_pubsub_connection(redis_url):
+    """Redis drops the worker's shared pub/sub connection: waiting and following tabs go on."""
+    from hitl_app.threads.bus import RunEvent
+
+    name, prefix, t = f"hitl-test-{uuid.uuid4().hex[:8]}", unique_prefix(), str(uuid.uuid4())
+    a, b = RedisRunBus(redis_url, prefix), RedisRunBus(f"{redis_url}?client_name={name}", prefix)
+    await a.start()
+    await b.start()
+    try:
+        waiter = asyncio.create_task(b.wait_for_run(t, after=await b.generation(t), timeout=10))
+        await asyncio.sleep(0.2)
+        _kill_pubsub_connection(name)
+        await asyncio.sleep(0.2)
+        run = uuid.uuid4().hex
+        assert await a.acquire_lease(t, run, "turn")
+        await a.open(t, run, "turn")
+        assert await asyncio.wait_for(waiter, 10), "the waiter still learns that the run started"
+        events = b.subscribe(t)
+        await anext(events)
+        collector = asyncio.create_task(_drain(events))  # a tab following the run as it streams
+        a.publish(t, RunEvent(kind="text", run_id=run, delta="before "))
+        await asyncio.sleep(0.2)
+        _kill_pubsub_connection(name)
+        a.publish(t, RunEvent(kind="text", run_id=run, delta="after"))  # may be lost with the connection
+        await asyncio.sleep(1.5)
+        a.publish(t, RunEvent(kind="ended", run_id=run, outcome="finished"))
+        rest = await asyncio.wait_for(collector, 10)
+        assert rest[-1].kind == "ended" and rest[-1].outcome == "finished", rest
+        shown = ""
+        for event in rest:
+            if event.kind == "text":
+                shown = event.delta if event.reset else shown + event.delta
+        assert shown == "before after", "the tab shows all the text, lost messages included"
+    finally:
+        await a.aclose()
+        await b.aclose()
+
+
+def _kill_pubsub_connection(name: str) -> None:
+    with redis.Redis.from_url(REDIS_URL, decode_responses=True) as admin:
+        ids = [c["id"] for c in admin.client_list() if c.get("name") == name and int(c.get("sub", 0)) > 0]
+        assert ids, "no pub/sub connection to drop"
+        for client_id in ids:
+            admin.client_kill_filter(_id=client_id)
+
+
+async def _drain(events):
+    return [e async for e in events]
