@@ -13,12 +13,16 @@ Pure standard library; no app or Reflex imports.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from urllib.parse import urlsplit, urlunsplit
 
 SECRET_QUERY_KEYS = frozenset({"password", "pass", "passwd", "pwd", "secret", "token", "api_key", "apikey", "access_token"})
 """Query parameter names (case-insensitive) whose values ``safe_url`` hides."""
+
+_USERINFO_SECRET = re.compile(r"(?<=:)[^:@/\s]+(?=@)")
+"""A password between ``:`` and ``@`` in text that ``urlsplit`` does not take for a URL."""
 
 NOISY_LOGGERS = ("httpx", "httpcore", "openai", "anthropic", "urllib3")
 """Loggers that print request URLs (and so any ``user:pass@``) at INFO/DEBUG."""
@@ -47,7 +51,8 @@ def safe_url(url: str) -> str:
             pairs.append(f"{key}=***" if sep and key.lower() in SECRET_QUERY_KEYS else pair)
         query = "&".join(pairs)
     if netloc == parts.netloc and query == parts.query:
-        return url
+        # Not a URL this parser splits (no scheme, say): still hide anything shaped ":secret@".
+        return _USERINFO_SECRET.sub("***", url)
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

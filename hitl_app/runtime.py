@@ -14,7 +14,6 @@ import os
 import warnings
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
@@ -24,10 +23,8 @@ from hitl_app.logsafe import safe_url
 from hitl_app.settings import Settings, get_settings
 from hitl_app.store.db import Engines, create_schema, make_engines
 from hitl_app.threads.bus import RunBus
+from hitl_app.threads.bus_local import LocalRunBus
 from hitl_app.threads.service import ThreadService
-
-if TYPE_CHECKING:
-    from hitl_app.threads.redis_bus import RedisRunBus
 
 log = logging.getLogger("hitl_app")
 
@@ -56,18 +53,15 @@ def get_service() -> ThreadService:
     return get_runtime().service
 
 
-def _safe_url(url: str) -> str:
-    """``url`` without a password (``postgresql://user:***@host/db?password=***``)."""
-    return safe_url(url)
 
 
-def make_bus(settings: Settings) -> RunBus | RedisRunBus:
-    """``RedisRunBus`` when ``REFLEX_REDIS_URL``/``HITL_REDIS_URL`` is set (several workers), else ``RunBus``."""
+def make_bus(settings: Settings) -> RunBus:
+    """``RedisRunBus`` when ``REFLEX_REDIS_URL``/``HITL_REDIS_URL`` is set (several workers), else ``LocalRunBus``."""
     if settings.redis_url:
         from hitl_app.threads.redis_bus import RedisRunBus
 
         return RedisRunBus(settings.redis_url)
-    return RunBus()
+    return LocalRunBus()
 
 
 @contextlib.asynccontextmanager
@@ -103,19 +97,19 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
     except OperationalError as exc:
         engines.sync.dispose()
         reason = " ".join(str(exc.orig or exc).split())[:300]
-        raise StartupError(f"cannot open the database DATABASE_URL={_safe_url(settings.resolved_database_url)}: {reason}") from exc
+        raise StartupError(f"cannot open the database DATABASE_URL={safe_url(settings.resolved_database_url)}: {reason}") from exc
     try:
         async with load_agent(settings, engines) as (graph, validators):
             bus = make_bus(settings)
             try:
                 await bus.start()
             except Exception as exc:  # noqa: BLE001 - redis raises several connection errors
-                raise StartupError(f"cannot reach Redis at {settings.redis_url}: {exc}") from exc
+                raise StartupError(f"cannot reach Redis at {safe_url(settings.redis_url)}: {exc}") from exc
             service = ThreadService(graph, engines, validators, bus=bus)
             _runtime = Runtime(settings=settings, engines=engines, service=service)
             log.info(
                 "hitl_app started: pid=%s model=%s agent=%s database=%s bus=%s",
-                os.getpid(), settings.model, settings.agent or "built-in", _safe_url(engines.url), type(bus).__name__,
+                os.getpid(), settings.model, settings.agent or "built-in", safe_url(engines.url), type(bus).__name__,
             )
             try:
                 yield _runtime

@@ -1,18 +1,28 @@
-"""Live run events for every tab watching a thread (in-process fan-out).
+"""The run bus: how a run's live events reach every tab watching its thread.
 
 A run executes in a server task owned by ``ThreadService``, not by any browser tab; tabs subscribe
 to its events. A subscriber first receives the text streamed so far in the current model message,
 so a reloaded tab or a second tab catches up without gaps.
+
+``RunBus`` is the interface ``ThreadService`` depends on. Two implementations keep it:
+
+- ``LocalRunBus`` (``threads/bus_local.py``): one worker process, everything in memory;
+- ``RedisRunBus`` (``threads/redis_bus.py``): several worker processes sharing one Redis.
+
+Both run through one contract test suite (``tests/integration/test_bus_contract.py``).
+
+The *run lease* (``acquire_lease``) is what makes "one run per thread" hold across workers. It is
+unrelated to the *review claim* (``ThreadService``'s audit rows that decide a review exactly once).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
 
 EventKind = Literal["started", "text", "boundary", "ended"]
+RunOutcome = Literal["finished", "interrupted", "failed", "stopped"]
 
 
 @dataclass(frozen=True)
@@ -25,7 +35,7 @@ class RunEvent:
     batch finished; reload the committed messages from the checkpoint. kind ``ended``: ``outcome`` is
     ``finished``, ``interrupted``, ``failed`` or ``stopped``; ``error`` says why for ``failed``;
     ``view`` is the thread as checkpointed after the run (a ``ThreadView``, or None if it could not
-    be read), so subscribers need not read the checkpoint again.
+    be read or the run ran in another worker), so subscribers need not read the checkpoint again.
     """
 
     kind: EventKind
@@ -33,108 +43,82 @@ class RunEvent:
     delta: str = ""
     reset: bool = False
     run_kind: str = ""
-    outcome: str = ""
+    outcome: RunOutcome | Literal[""] = ""
     error: str | None = None
     view: Any = None
 
 
-@dataclass
-class _Channel:
-    run_id: str
-    run_kind: str
-    text: str = ""
-    subscribers: set[asyncio.Queue[RunEvent]] = field(default_factory=set)
+class RunBus(Protocol):
+    """Live run events, the per-thread run lease and Stop requests, keyed by thread id.
 
+    Life cycle: ``await start()`` once in the server's event loop, ``await aclose()`` at shutdown.
+    A run goes ``acquire_lease`` -> ``open`` -> ``publish``... -> ``publish(ended)``; the ``ended``
+    event frees the lease. None of the methods blocks the event loop.
+    """
 
-class RunBus:
-    """Fan-out of run events per thread id, with catch-up for late subscribers."""
-
-    def __init__(self) -> None:
-        self._channels: dict[str, _Channel] = {}
-        self._generation: dict[str, int] = {}
-        self._started: dict[str, asyncio.Event] = {}
-        self.on_stop: Callable[[str], None] | None = None
+    on_stop: Callable[[str], None] | None
+    """Called with a thread id when a Stop request for a run this process owns arrives."""
 
     async def start(self) -> None:
-        """Nothing to start in-process (``RedisRunBus`` connects here)."""
+        """Connect and start background tasks. Raises the backend's connection error if unreachable."""
+        ...
 
     async def aclose(self) -> None:
-        """Nothing to close in-process."""
+        """Deliver queued events (bounded wait), stop background tasks, close connections."""
+        ...
 
-    async def claim(self, thread_id: str, run_id: str, run_kind: str) -> bool:
-        """The run lease: in one process ``ThreadService``'s per-thread lock already gives it."""
-        return True
+    async def acquire_lease(self, thread_id: str, run_id: str, run_kind: str) -> bool:
+        """Take the thread's run lease for ``run_id``; False if another run holds it.
+
+        The lease lasts until that run's ``ended`` event, or until its holder stops renewing it
+        (a crashed worker): then it expires after the implementation's lease time.
+        """
+        ...
 
     async def request_stop(self, thread_id: str) -> bool:
-        """No other process can own a run here: False."""
-        return False
+        """Ask the process running ``thread_id``'s run to stop it (its ``on_stop`` is called).
 
-    def open(self, thread_id: str, run_id: str, run_kind: str) -> None:
-        """Start a channel for a new run of ``thread_id`` (replacing any ended one)."""
-        old = self._channels.get(thread_id)
-        self._channels[thread_id] = _Channel(run_id=run_id, run_kind=run_kind, subscribers=old.subscribers if old else set())
-        self._generation[thread_id] = self._generation.get(thread_id, 0) + 1
-        event = self._started.pop(thread_id, None)
-        if event is not None:
-            event.set()
-        self.publish(thread_id, RunEvent(kind="started", run_id=run_id, run_kind=run_kind))
+        Returns True if a run was live in another process and was asked, False otherwise (a run
+        of this process is stopped by ``ThreadService`` directly).
+        """
+        ...
 
-    def generation(self, thread_id: str) -> int:
-        """How many runs of ``thread_id`` this process has started (for ``wait_for_run``)."""
-        return self._generation.get(thread_id, 0)
+    async def open(self, thread_id: str, run_id: str, run_kind: str) -> None:
+        """Announce a new run (after ``acquire_lease``): bump the generation, send ``started``."""
+        ...
+
+    def publish(self, thread_id: str, event: RunEvent) -> None:
+        """Deliver ``event`` to every subscriber, in order; never blocks (queues if needed)."""
+        ...
+
+    def subscribe(self, thread_id: str) -> AsyncIterator[RunEvent]:
+        """Yield the live run's events until it ends; nothing if no run is live.
+
+        The first event is a ``text`` snapshot with ``reset=True`` (the text so far in the current
+        model message), then every later event, ending with ``ended``.
+        """
+        ...
+
+    async def is_live(self, thread_id: str) -> bool:
+        """True while a run of ``thread_id`` holds the lease (in any process sharing the bus)."""
+        ...
+
+    async def current_text(self, thread_id: str) -> str:
+        """Text streamed so far in the current model message of ``thread_id`` ("" if none)."""
+        ...
+
+    async def generation(self, thread_id: str) -> int:
+        """A number that grows each time a run of ``thread_id`` starts (0 if none is known).
+
+        Only comparisons matter: pass it to ``wait_for_run`` as ``after``.
+        """
+        ...
 
     async def wait_for_run(self, thread_id: str, after: int, timeout: float) -> bool:
         """Wait until a run of ``thread_id`` newer than generation ``after`` starts.
 
-        Returns True when one started (at once if it already has), False after ``timeout`` seconds.
+        Returns True when one started (at once if it already has; an early True is allowed, so
+        callers re-read the state), False after ``timeout`` seconds. Idle waiters cost no
+        connection or polling of their own.
         """
-        while self.generation(thread_id) <= after:
-            event = self._started.setdefault(thread_id, asyncio.Event())
-            try:
-                await asyncio.wait_for(event.wait(), timeout)
-            except TimeoutError:
-                return False
-        return True
-
-    def publish(self, thread_id: str, event: RunEvent) -> None:
-        """Deliver ``event`` to every subscriber of ``thread_id`` (never blocks)."""
-        channel = self._channels.get(thread_id)
-        if channel is None:
-            return
-        if event.kind == "text":
-            channel.text += event.delta
-        elif event.kind == "boundary":
-            channel.text = ""
-        for queue in list(channel.subscribers):
-            queue.put_nowait(event)
-        if event.kind == "ended":
-            del self._channels[thread_id]
-
-    def is_live(self, thread_id: str) -> bool:
-        """True while a run of ``thread_id`` is streaming in this process."""
-        return thread_id in self._channels
-
-    def current_text(self, thread_id: str) -> str:
-        """Text streamed so far in the current model message of ``thread_id`` ("" if none)."""
-        channel = self._channels.get(thread_id)
-        return channel.text if channel else ""
-
-    async def subscribe(self, thread_id: str) -> AsyncIterator[RunEvent]:
-        """Yield the live run's events until it ends; nothing if no run is live.
-
-        The first event is a ``text`` snapshot with ``reset=True`` (the text so far).
-        """
-        channel = self._channels.get(thread_id)
-        if channel is None:
-            return
-        queue: asyncio.Queue[RunEvent] = asyncio.Queue()
-        channel.subscribers.add(queue)
-        try:
-            yield RunEvent(kind="text", run_id=channel.run_id, delta=channel.text, reset=True)
-            while True:
-                event = await queue.get()
-                yield event
-                if event.kind == "ended":
-                    return
-        finally:
-            channel.subscribers.discard(queue)
+        ...

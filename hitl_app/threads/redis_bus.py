@@ -1,23 +1,23 @@
-"""Run events across worker processes through Redis (selected by ``REFLEX_REDIS_URL`` / ``HITL_REDIS_URL``).
+"""``RedisRunBus``: the run bus shared by several worker processes through Redis.
 
-Same interface as ``RunBus`` (``open``/``publish``/``subscribe``/``is_live``/``current_text``/
-``generation``/``wait_for_run``) plus what several workers need: a per-thread run lease
-(``claim``/``release``: "one run per thread" across workers) and Stop requests (``request_stop``:
-the worker that owns the run cancels it).
+Selected by ``REFLEX_REDIS_URL`` / ``HITL_REDIS_URL``. Besides the events it gives what several
+workers need: the per-thread run lease ("one run per thread" across workers) and Stop requests
+(the worker that owns the run cancels it).
 
-Redis keys (``hitl:`` prefix, ``<t>`` = thread id), all with a TTL refreshed while the run lives,
-so a crashed worker's run disappears after ``LEASE_S`` seconds:
+Redis keys (``hitl:`` prefix, ``<t>`` = thread id); every per-thread key has a TTL:
 
-- ``hitl:run:<t>:live``  JSON ``{"run_id", "run_kind", "pid"}`` while a run streams (the lease);
-- ``hitl:run:<t>:text``  the text streamed so far in the current model message;
+- ``hitl:run:<t>:live``  JSON ``{"run_id", "run_kind", "pid"}`` while a run streams: the run lease,
+  renewed by the owning worker's heartbeat, so a crashed worker's lease expires after ``lease_s``;
+- ``hitl:run:<t>:text``  the text streamed so far in the current model message (TTL ``lease_s``);
 - ``hitl:run:<t>:seq``   sequence number of the last event (dedupes the catch-up snapshot);
-- ``hitl:run:<t>:gen``   how many runs of the thread have started (no TTL);
+- ``hitl:run:<t>:gen``   the thread's generation (TTL ``GEN_TTL_S``), a value of the one
+  counter ``hitl:generation``, so a key that expired and comes back is still higher than before;
 - channel ``hitl:run:<t>`` events as ``<seq>|<json RunEvent>``; channel ``hitl:stop`` thread ids.
 
-Publishing never blocks the run: ``publish`` queues the event and one drainer task per process
-writes events in order, each with one Lua script (state update + PUBLISH, atomic). The sync
-readers (``is_live``, ``current_text``, ``generation``) use a sync Redis client (one loopback
-round trip) because the UI calls them from sync code.
+Nothing here blocks the event loop: every call uses the asyncio client, with socket timeouts and
+a bounded connection pool. ``publish`` queues the event and one drainer task per process writes
+events in order, each with one Lua script (state update + PUBLISH, atomic). All local subscribers
+and waiters share one pub/sub connection (``PubSubFanout``), so idle tabs cost no connection.
 """
 
 from __future__ import annotations
@@ -30,17 +30,25 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable
 
-import redis
 import redis.asyncio as aredis
 
 from hitl_app.threads.bus import RunEvent
+from hitl_app.threads.redis_fanout import RESYNC, PubSubFanout
 
 log = logging.getLogger("hitl_app.threads")
 
 LEASE_S = 30
-"""Seconds a run's keys live without a heartbeat (a crashed worker's run ends after this)."""
+"""Seconds a run's lease lives without a heartbeat (a crashed worker's run ends after this)."""
 HEARTBEAT_S = 5
-"""How often the owning worker refreshes its runs' TTLs."""
+"""How often the owning worker renews its runs' leases."""
+GEN_TTL_S = 86_400
+"""Seconds a thread's generation key outlives its last run (longer than any ``wait_for_run``)."""
+MAX_CONNECTIONS = 8
+"""Redis connections per worker process, at most (one of them is the shared pub/sub connection)."""
+SOCKET_TIMEOUT_S = 5.0
+"""Longest wait for one Redis reply, for a connection, or for a free pooled connection."""
+SILENT_RUN_CHECK_S = 2.0
+"""A subscriber that hears nothing for this long checks that the run's lease still exists."""
 
 _PUBLISH = """
 local kind = ARGV[2]
@@ -59,9 +67,14 @@ redis.call('PUBLISH', ARGV[1], seq .. '|' .. ARGV[5])
 return seq
 """
 
+_OPEN = """
+local g = redis.call('INCR', KEYS[1])
+redis.call('SET', KEYS[2], g, 'EX', ARGV[1])
+return g
+"""
+
 _RELEASE = """
-local v = redis.call('GET', KEYS[1])
-if v and cjson.decode(v)['run_id'] == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 """
 
@@ -72,31 +85,76 @@ def _encode(event: RunEvent) -> str:
     return json.dumps(dataclasses.asdict(dataclasses.replace(event, view=None)))
 
 
-def _decode(data: str) -> RunEvent:
-    return RunEvent(**json.loads(data))
+def _decode(message: str) -> tuple[int, RunEvent]:
+    """``<seq>|<json>`` -> (seq, event)."""
+    number, _, data = message.partition("|")
+    return int(number), RunEvent(**json.loads(data))
+
+
+def _take_queued(queue: asyncio.Queue[str]) -> list[str]:
+    """The messages already in ``queue`` (without waiting)."""
+    messages = []
+    while not queue.empty():
+        messages.append(queue.get_nowait())
+    return messages
+
+
+def _newer_than(seen: int, messages: list[str]) -> list[RunEvent]:
+    """Events of ``messages`` after sequence number ``seen``, up to and including ``ended``."""
+    events = []
+    for message in messages:
+        if message == RESYNC:
+            continue
+        number, event = _decode(message)
+        if number > seen:
+            events.append(event)
+            if event.kind == "ended":
+                break
+    return events
 
 
 class RedisRunBus:
     """Run events, run leases and Stop requests shared by every worker through Redis.
 
     Args:
-        url: ``redis://host:port[/db]``.
-        prefix: key prefix (``hitl:``); tests may use a unique one.
+        url: ``redis://[:password@]host:port[/db]`` (query options such as ``client_name`` apply).
+        prefix: key prefix (``hitl:``); tests use a unique one.
+        lease_s, heartbeat_s: run lease lifetime and renewal period, in seconds.
+        max_connections: pooled connections, at most (``MAX_CONNECTIONS``).
+        socket_timeout_s: see ``SOCKET_TIMEOUT_S``; a call that waits longer raises
+            ``redis.exceptions.TimeoutError`` (or ``ConnectionError``) instead of hanging.
 
-    Call ``await start()`` once in the server's loop (listens for Stop requests) and
-    ``await aclose()`` at shutdown.
+    Call ``await start()`` once in the server's loop and ``await aclose()`` at shutdown.
     """
 
-    def __init__(self, url: str, prefix: str = "hitl:") -> None:
-        self.url = url
+    def __init__(
+        self,
+        url: str,
+        prefix: str = "hitl:",
+        *,
+        lease_s: float = LEASE_S,
+        heartbeat_s: float = HEARTBEAT_S,
+        max_connections: int = MAX_CONNECTIONS,
+        socket_timeout_s: float = SOCKET_TIMEOUT_S,
+    ) -> None:
         self.prefix = prefix
-        self._r = aredis.from_url(url, decode_responses=True)
-        self._sync = redis.Redis.from_url(url, decode_responses=True)
+        self.lease_s, self.heartbeat_s = lease_s, heartbeat_s
+        pool = aredis.BlockingConnectionPool.from_url(
+            url,
+            decode_responses=True,
+            max_connections=max_connections,
+            timeout=socket_timeout_s,
+            socket_timeout=socket_timeout_s,
+            socket_connect_timeout=socket_timeout_s,
+        )
+        self._r = aredis.Redis.from_pool(pool)
+        self._fanout = PubSubFanout(self._r, {f"{prefix}stop": self._on_stop_message})
         self._queue: asyncio.Queue[tuple[str, RunEvent]] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._local: dict[str, str] = {}  # thread id -> run id of runs this process owns
-        self._lease_values: dict[str, str] = {}  # thread id -> our lease value (deleted on "ended")
+        self._lease_values: dict[str, str] = {}  # thread id -> our lease value (until "ended" is written)
         self._publish = self._r.register_script(_PUBLISH)
+        self._open = self._r.register_script(_OPEN)
         self._release = self._r.register_script(_RELEASE)
         self.on_stop: Callable[[str], None] | None = None
 
@@ -109,12 +167,13 @@ class RedisRunBus:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        """Check the connection and start the drainer, heartbeat and Stop listener tasks.
+        """Check the connection, subscribe to Stop requests, start the drainer and heartbeat.
 
         Raises:
-            redis.exceptions.ConnectionError: Redis is unreachable.
+            redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
         """
         await self._r.ping()
+        await self._fanout.start()
         self._ensure_tasks()
 
     def _ensure_tasks(self) -> None:
@@ -123,11 +182,10 @@ class RedisRunBus:
             self._tasks = [
                 asyncio.create_task(self._drain(), name="redis-bus-drain"),
                 asyncio.create_task(self._heartbeat(), name="redis-bus-heartbeat"),
-                asyncio.create_task(self._listen_stop(), name="redis-bus-stop"),
             ]
 
     async def aclose(self) -> None:
-        """Flush queued events, stop the tasks and close the connections."""
+        """Write queued events (up to 5 s), stop the tasks and close every connection."""
         if self._queue is not None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._queue.join(), 5)
@@ -136,56 +194,49 @@ class RedisRunBus:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self._fanout.aclose()
         await self._r.aclose()
-        self._sync.close()
 
     async def _drain(self) -> None:
         assert self._queue is not None
         while True:
             thread_id, event = await self._queue.get()
             try:
+                lease = self._lease_values.pop(thread_id, "") if event.kind == "ended" else ""
                 await self._publish(
                     keys=[self._k(thread_id, "text"), self._k(thread_id, "seq"), self._k(thread_id, "live")],
-                    args=[self._channel(thread_id), event.kind, event.delta, LEASE_S, _encode(event), self._live_value_of(thread_id, event)],
+                    args=[self._channel(thread_id), event.kind, event.delta, max(1, round(self.lease_s)), _encode(event), lease],
                 )
             except Exception:  # noqa: BLE001 - a lost event must not kill the drainer
                 log.exception("redis publish failed thread=%s kind=%s", thread_id, event.kind)
             finally:
                 self._queue.task_done()
 
-    def _live_value_of(self, thread_id: str, event: RunEvent) -> str:
-        return self._lease_values.pop(thread_id, "") if event.kind == "ended" else ""
-
     async def _heartbeat(self) -> None:
         while True:
-            await asyncio.sleep(HEARTBEAT_S)
+            await asyncio.sleep(self.heartbeat_s)
             for thread_id in list(self._local):
                 try:
                     pipe = self._r.pipeline()
                     for what in ("live", "text", "seq"):
-                        pipe.expire(self._k(thread_id, what), LEASE_S)
+                        pipe.pexpire(self._k(thread_id, what), int(self.lease_s * 1000))
+                    pipe.expire(self._k(thread_id, "gen"), GEN_TTL_S)
                     await pipe.execute()
                 except Exception:  # noqa: BLE001
                     log.warning("redis heartbeat failed thread=%s", thread_id)
 
-    async def _listen_stop(self) -> None:
-        pubsub = self._r.pubsub()
-        await pubsub.subscribe(f"{self.prefix}stop")
-        try:
-            async for message in pubsub.listen():
-                if message.get("type") == "message" and message["data"] in self._local and self.on_stop:
-                    self.on_stop(message["data"])
-        finally:
-            await pubsub.aclose()
+    def _on_stop_message(self, thread_id: str) -> None:
+        if thread_id in self._local and self.on_stop is not None:
+            self.on_stop(thread_id)
 
-    # ------------------------------------------------------------------ leases
-    async def claim(self, thread_id: str, run_id: str, run_kind: str) -> bool:
+    # ------------------------------------------------------------------ the run lease
+    async def acquire_lease(self, thread_id: str, run_id: str, run_kind: str) -> bool:
         """Take the thread's run lease for ``run_id`` (SET NX with a TTL); False if another run holds it."""
         self._ensure_tasks()
         assert self._queue is not None
         await self._queue.join()  # our own "ended" events first: they free this thread's lease
         value = json.dumps({"run_id": run_id, "run_kind": run_kind, "pid": os.getpid()})
-        ok = bool(await self._r.set(self._k(thread_id, "live"), value, nx=True, ex=LEASE_S))
+        ok = bool(await self._r.set(self._k(thread_id, "live"), value, nx=True, px=int(self.lease_s * 1000)))
         if ok:
             self._local[thread_id] = run_id
             self._lease_values[thread_id] = value
@@ -198,12 +249,22 @@ class RedisRunBus:
         await self._r.publish(f"{self.prefix}stop", thread_id)
         return True
 
-    # ------------------------------------------------------------------ RunBus interface
-    def open(self, thread_id: str, run_id: str, run_kind: str) -> None:
-        """Announce a new run of ``thread_id`` (after ``claim``): bumps the generation, sends ``started``."""
+    # ------------------------------------------------------------------ runs
+    async def open(self, thread_id: str, run_id: str, run_kind: str) -> None:
+        """Announce a new run of ``thread_id`` (after ``acquire_lease``): new generation, ``started``.
+
+        If Redis fails here the lease is given back (best effort) and the error is raised.
+        """
         self._ensure_tasks()
         self._local[thread_id] = run_id
-        self._sync.incr(self._k(thread_id, "gen"))
+        try:
+            await self._open(keys=[f"{self.prefix}generation", self._k(thread_id, "gen")], args=[GEN_TTL_S])
+        except BaseException:
+            self._local.pop(thread_id, None)
+            value = self._lease_values.pop(thread_id, "")
+            with contextlib.suppress(Exception):
+                await self._release(keys=[self._k(thread_id, "live")], args=[value])
+            raise
         self.publish(thread_id, RunEvent(kind="started", run_id=run_id, run_kind=run_kind))
 
     def publish(self, thread_id: str, event: RunEvent) -> None:
@@ -214,72 +275,93 @@ class RedisRunBus:
             self._local.pop(thread_id, None)
         self._queue.put_nowait((thread_id, event))
 
-    def is_live(self, thread_id: str) -> bool:
-        """True while a run of ``thread_id`` streams in any worker."""
-        return thread_id in self._local or bool(self._sync.exists(self._k(thread_id, "live")))
+    async def is_live(self, thread_id: str) -> bool:
+        """True while a run of ``thread_id`` holds the lease in any worker."""
+        return thread_id in self._local or bool(await self._r.exists(self._k(thread_id, "live")))
 
-    def current_text(self, thread_id: str) -> str:
+    async def current_text(self, thread_id: str) -> str:
         """Text streamed so far in the current model message of ``thread_id`` (any worker)."""
-        return self._sync.get(self._k(thread_id, "text")) or ""
+        return await self._r.get(self._k(thread_id, "text")) or ""
 
-    def generation(self, thread_id: str) -> int:
-        """How many runs of ``thread_id`` have started, across workers."""
-        return int(self._sync.get(self._k(thread_id, "gen")) or 0)
+    async def generation(self, thread_id: str) -> int:
+        """The thread's generation across workers (0 if no run started in ``GEN_TTL_S``)."""
+        return int(await self._r.get(self._k(thread_id, "gen")) or 0)
 
     async def wait_for_run(self, thread_id: str, after: int, timeout: float) -> bool:
         """Wait until a run of ``thread_id`` newer than generation ``after`` starts (any worker).
 
-        Returns True when one started, False after ``timeout`` seconds.
+        Returns True when one started, False after ``timeout`` seconds. Waiting holds no
+        connection of its own: it listens on the worker's shared pub/sub connection.
         """
-        pubsub = self._r.pubsub()
-        await pubsub.subscribe(self._channel(thread_id))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        try:
-            while True:
-                if int(await self._r.get(self._k(thread_id, "gen")) or 0) > after:
-                    return True
-                left = deadline - loop.time()
-                if left <= 0:
-                    return False
-                await pubsub.get_message(ignore_subscribe_messages=True, timeout=min(left, 1.0))
-        finally:
-            await pubsub.aclose()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                async with self._fanout.listen(self._channel(thread_id)) as queue:
+                    if await self.generation(thread_id) > after:
+                        return True
+                    while True:
+                        message = await queue.get()
+                        if message == RESYNC or _decode(message)[1].kind == "started":
+                            return True
+        return False
 
     async def subscribe(self, thread_id: str) -> AsyncIterator[RunEvent]:
         """Yield the live run's events until it ends; nothing if no run is live.
 
         The first event is a ``text`` snapshot with ``reset=True`` (the text so far); events
         already contained in it are skipped by sequence number. If the owning worker dies, an
-        ``ended``/``failed`` event is yielded once its lease expires.
+        ``ended``/``failed`` event is yielded once its lease expires. If messages may have been
+        lost (pub/sub reconnect), a ``boundary`` (reload the thread) and a fresh snapshot follow.
         """
-        pubsub = self._r.pubsub()
-        await pubsub.subscribe(self._channel(thread_id))
-        try:
-            pipe = self._r.pipeline(transaction=True)
-            pipe.get(self._k(thread_id, "live"))
-            pipe.get(self._k(thread_id, "text"))
-            pipe.get(self._k(thread_id, "seq"))
-            live, text, seq = await pipe.execute()
-            if live is None:
+        async with self._fanout.listen(self._channel(thread_id)) as queue:
+            snapshot = await self._snapshot(thread_id)
+            if snapshot is None:
                 return
-            run_id = json.loads(live)["run_id"]
-            seen = int(seq or 0)
-            yield RunEvent(kind="text", run_id=run_id, delta=text or "", reset=True)
+            run_id, seen, text = snapshot
+            yield RunEvent(kind="text", run_id=run_id, delta=text, reset=True)
             while True:
-                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=2.0)
+                message = await self._next_message(queue, thread_id)
                 if message is None:
-                    if not await self._r.exists(self._k(thread_id, "live")):
-                        yield RunEvent(kind="ended", run_id=run_id, outcome="failed", error="The worker running this reply stopped. Press Retry.")
-                        return
+                    yield RunEvent(kind="ended", run_id=run_id, outcome="failed", error="The worker running this reply stopped. Press Retry.")
+                    return
+                if message == RESYNC:
+                    yield RunEvent(kind="boundary", run_id=run_id)  # reload what was committed meanwhile
+                    snapshot = await self._snapshot(thread_id)
+                    if snapshot is None:  # the run ended meanwhile; its "ended" may have come after
+                        for event in _newer_than(seen, _take_queued(queue)):
+                            yield event
+                        return  # no "ended" seen: the caller reads the result from the checkpoint
+                    run_id, seen, text = snapshot
+                    yield RunEvent(kind="text", run_id=run_id, delta=text, reset=True)
                     continue
-                number, _, data = message["data"].partition("|")
-                if int(number) <= seen:
+                number, event = _decode(message)
+                if number <= seen:
                     continue
-                seen = int(number)
-                event = _decode(data)
+                seen = number
                 yield event
                 if event.kind == "ended":
                     return
-        finally:
-            await pubsub.aclose()
+
+    async def _snapshot(self, thread_id: str) -> tuple[str, int, str] | None:
+        """(run id, seq, text so far) of the live run, or None if none is live."""
+        pipe = self._r.pipeline(transaction=True)
+        pipe.get(self._k(thread_id, "live"))
+        pipe.get(self._k(thread_id, "seq"))
+        pipe.get(self._k(thread_id, "text"))
+        live, seq, text = await pipe.execute()
+        if live is None:
+            return None
+        return json.loads(live)["run_id"], int(seq or 0), text or ""
+
+    async def _next_message(self, queue: asyncio.Queue[str], thread_id: str) -> str | None:
+        """The next message of the run's channel; None once the run's lease is gone without an end."""
+        while True:
+            try:
+                return await asyncio.wait_for(queue.get(), SILENT_RUN_CHECK_S)
+            except TimeoutError:
+                pass
+            if await self._r.exists(self._k(thread_id, "live")):
+                continue
+            try:  # the lease is gone: the run's last events may still be on their way
+                return await asyncio.wait_for(queue.get(), 1.0)
+            except TimeoutError:
+                return None

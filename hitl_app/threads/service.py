@@ -29,6 +29,7 @@ from hitl_app.review.validate import ArgsValidator
 from hitl_app.store.db import Engines
 from hitl_app.store.tables import AuditRecord, ReviewRequestRecord, ThreadRecord, utcnow
 from hitl_app.threads.bus import RunBus, RunEvent
+from hitl_app.threads.bus_local import LocalRunBus
 from hitl_app.threads.errors import describe_run_error
 from hitl_app.threads.views import ThreadView, thread_view_from_snapshot
 
@@ -120,7 +121,7 @@ class ThreadService:
         self.graph = graph
         self.engines = engines
         self.validators = dict(validators or {})
-        self.bus = bus or RunBus()
+        self.bus = bus or LocalRunBus()
         self.flush_interval = flush_interval
         self._locks: dict[str, asyncio.Lock] = {}
         self._tasks: dict[str, asyncio.Task[None]] = {}
@@ -181,9 +182,9 @@ class ThreadService:
             if r.tool_call_id
         }
 
-    def is_running(self, thread_id: str) -> bool:
+    async def is_running(self, thread_id: str) -> bool:
         """True while a run of ``thread_id`` is live (in this process, or in any worker with Redis)."""
-        return thread_id in self._tasks or self.bus.is_live(thread_id)
+        return thread_id in self._tasks or await self.bus.is_live(thread_id)
 
     def subscribe(self, thread_id: str) -> AsyncIterator[RunEvent]:
         """Live events of the thread's current run (empty if none); see ``RunBus.subscribe``."""
@@ -248,7 +249,7 @@ class ThreadService:
     async def _start_turn(self, thread_id: str, text: str, owner: str | None) -> str:
         await self.check_access(thread_id, owner)
         async with self._lock(thread_id):
-            self._refuse_if_busy(thread_id)
+            await self._refuse_if_busy(thread_id)
             view = await self._pending(thread_id)
             if view.pending is not None:
                 raise ThreadError(
@@ -283,7 +284,7 @@ class ThreadService:
     async def _submit_review(self, thread_id: str, interrupt_id: Any, decisions: Any, *, reviewer: str, owner: str | None) -> str:
         await self.check_access(thread_id, owner)
         async with self._lock(thread_id):
-            if self.is_running(thread_id):
+            if await self.is_running(thread_id):
                 raise ReviewError("This review was already decided (the agent went on with those decisions).", code="stale")
             view = await self._pending(thread_id)
             payload = validate_submission(view.pending, interrupt_id, decisions, self.validators)
@@ -318,7 +319,7 @@ class ThreadService:
     async def _continue_run(self, thread_id: str, owner: str | None) -> str:
         await self.check_access(thread_id, owner)
         async with self._lock(thread_id):
-            self._refuse_if_busy(thread_id)
+            await self._refuse_if_busy(thread_id)
             view = await self._pending(thread_id)
             if view.status == "review":
                 raise ThreadError("Decide the pending review first.", code="review_pending")
@@ -338,7 +339,7 @@ class ThreadService:
             if not await self.bus.request_stop(thread_id):
                 return False
             for _ in range(50):
-                if not self.bus.is_live(thread_id):
+                if not await self.bus.is_live(thread_id):
                     break
                 await asyncio.sleep(0.1)
             return True
@@ -355,8 +356,8 @@ class ThreadService:
         if task is not None:
             task.cancel()
 
-    def _refuse_if_busy(self, thread_id: str) -> None:
-        if self.is_running(thread_id):
+    async def _refuse_if_busy(self, thread_id: str) -> None:
+        if await self.is_running(thread_id):
             raise ThreadError("The agent is still answering; wait for it or press Stop.", code="busy")
 
     async def _claim(self, review: PendingReview, payload: list[dict[str, Any]], *, reviewer: str) -> None:
@@ -410,9 +411,9 @@ class ThreadService:
     # ------------------------------------------------------------------ running
     async def _launch(self, thread_id: str, inp: Any, kind: str, claimed: str | None = None) -> str:
         run_id = uuid.uuid4().hex
-        if not await self.bus.claim(thread_id, run_id, kind):
+        if not await self.bus.acquire_lease(thread_id, run_id, kind):
             raise ThreadError("The agent is still answering (in another window); wait for it or press Stop.", code="busy")
-        self.bus.open(thread_id, run_id, kind)
+        await self.bus.open(thread_id, run_id, kind)
         task = asyncio.create_task(self._drive(thread_id, run_id, inp, claimed), name=f"run:{thread_id}")
         self._tasks[thread_id] = task
         return run_id

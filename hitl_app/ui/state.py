@@ -193,7 +193,7 @@ class ChatState(SessionState):
         if _row_keys(rows) != _row_keys(self.messages):
             self.messages = rows  # unchanged rows are not resent (the whole list goes on each change)
         status = view.status
-        if status == "incomplete" and get_service().is_running(view.thread_id):
+        if status == "incomplete" and await get_service().is_running(view.thread_id):
             status = "running"  # a run is live (e.g. a reload mid-stream): not a stopped one
         self.status = status
         if status == "failed":
@@ -255,7 +255,7 @@ class ChatState(SessionState):
             self.tid = ""  # never follow or act on a thread this browser may not open
             (await self.get_state(ReviewState))._show(None)
             return ThreadListState.refresh
-        self.streaming = service.is_running(tid)
+        self.streaming = await service.is_running(tid)
         await self._apply_view(view)
         return [ThreadListState.refresh, ChatState.watch]
 
@@ -337,7 +337,7 @@ class ChatState(SessionState):
             return
         try:
             while True:
-                generation = service.bus.generation(tid)
+                generation = await service.bus.generation(tid)
                 key, seq, last_check = "", -1, time.monotonic()
                 saw_end = False
                 async for event in service.subscribe(tid):
@@ -396,17 +396,18 @@ class ChatState(SessionState):
                         if self._watch_id != my_id or self.tid != tid:
                             return
                         expecting = self.streaming
-                    if expecting and not service.is_running(tid):
+                    if expecting and not await service.is_running(tid):
                         view = await service.load(tid, owner=owner)
                         async with self:
                             if self._watch_id != my_id or self.tid != tid:
                                 return
                             await self._apply_view(view)
                         yield ThreadListState.refresh
+                running = await service.is_running(tid)
                 async with self:
                     if self._watch_id != my_id or self.tid != tid:
                         return
-                    self.streaming = service.is_running(tid)
+                    self.streaming = running
                 if not await service.bus.wait_for_run(tid, after=generation, timeout=WATCH_IDLE_S):
                     async with self:
                         if self._watch_id == my_id:

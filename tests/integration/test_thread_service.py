@@ -159,7 +159,7 @@ async def test_forged_submissions_are_refused_and_nothing_runs(service):
             await service.submit_review(t, iid if interrupt_id is None else interrupt_id, decisions, reviewer="x", owner=OWNER)
         assert err.value.code == code, label
         assert err.value.message, label
-        assert not service.is_running(t), label
+        assert not await service.is_running(t), label
     with pytest.raises(ThreadError) as terr:
         await service.submit_review(t, iid, [{"type": "approve"}], reviewer="x", owner="someone-else")
     assert terr.value.code == "forbidden"
@@ -200,11 +200,11 @@ async def test_stop_mid_stream_leaves_the_thread_usable(slow_service):
     t = tid()
     await svc.start_turn(t, "stream 400 words", owner=OWNER)
     await asyncio.sleep(0.5)
-    assert svc.is_running(t)
+    assert await svc.is_running(t)
     with pytest.raises(ThreadError, match="still answering"):
         await svc.start_turn(t, "interleave", owner=OWNER)
     assert await svc.stop(t, owner=OWNER)
-    assert not svc.is_running(t)
+    assert not await svc.is_running(t)
     view = await svc.load(t, owner=OWNER)
     assert view.status in ("incomplete", "idle")
     assert not any(m.role == "assistant" for m in view.messages), "no half-written reply is kept"
