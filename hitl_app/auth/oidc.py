@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
 from authlib.integrations.httpx_client import AsyncOAuth2Client
 from joserfc import jwt
 from joserfc.errors import JoseError
@@ -126,7 +127,7 @@ class OidcClient:
 
     async def _get_json(self, url: str) -> dict[str, Any]:
         try:
-            async with self._client("") as http:
+            async with httpx.AsyncClient(timeout=10) as http:
                 response = await http.get(url)
                 response.raise_for_status()
                 return response.json()
