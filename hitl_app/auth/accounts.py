@@ -24,6 +24,7 @@ from hitl_app.store import accounts as db
 from hitl_app.store.tables import utcnow
 
 EMAIL_TAKEN = "An account with this email already exists"
+SETUP_DONE = "The admin account already exists; sign in instead"
 INVITE_INVALID = "This invite link is not valid any more (used or expired); ask for a new one"
 
 
@@ -95,7 +96,7 @@ async def create_admin(*, engine: AsyncEngine, email: str, display_name: str, pa
     async with _session(engine) as s:
         await db.lock_for_first_account(session=s)
         if await db.count_accounts(session=s) > 0:
-            raise AuthError("The admin account already exists; sign in instead")
+            raise AuthError(SETUP_DONE)
         await _insert(s, account)
         await s.commit()
     return principal_of(account)

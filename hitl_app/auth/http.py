@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.applications import Starlette
@@ -50,6 +50,12 @@ ERROR_MESSAGES = {
     "locked": "Too many attempts; try again in {minutes} minutes",
     "disabled": "This account is disabled",
     "sso": "Single sign-on did not complete; try again",
+    "password": "Use at least 8 characters for the password",
+    "email": "Enter an email address like name@example.com",
+    "name": "Enter a name",
+    "taken": accounts.EMAIL_TAKEN,
+    "invite": accounts.INVITE_INVALID,
+    "setup": accounts.SETUP_DONE,
     "invalid": "That did not work; check the form and try again",
 }
 """``?error=`` codes of the form redirects and the sentence to show (``locked`` takes ``minutes``)."""
@@ -83,7 +89,8 @@ def _error_code(exc: AuthError) -> tuple[str, int]:
         return "disabled", 403
     if isinstance(exc, OidcError):
         return "sso", 400
-    return "invalid", 400
+    known = {text: code for code, text in ERROR_MESSAGES.items()}
+    return known.get(str(exc), "invalid"), 400
 
 
 def _safe_next(value: Any) -> str:
@@ -146,7 +153,8 @@ class AuthRoutes:
         return response
 
     async def _form_action(
-        self, request: Request, action: Callable[[dict[str, str], str], Awaitable[str]], page: str | None = None
+        self, request: Request, action: Callable[[dict[str, str], str], Awaitable[str]],
+        page_for: Callable[[dict[str, str]], str] | None = None,
     ) -> Response:
         if not _same_site(request):
             return JSONResponse({"error": "Cross-site request refused"}, status_code=403)
@@ -155,7 +163,7 @@ class AuthRoutes:
         try:
             token = await action(fields, client)
         except AuthError as exc:
-            return self._fail(exc, as_json, page)
+            return self._fail(exc, as_json, page_for(fields) if page_for else None)
         return self._ok(request, token, as_json, _safe_next(fields.get("next") or self.after_sign_in))
 
     async def sign_in(self, request: Request) -> Response:
@@ -191,7 +199,7 @@ class AuthRoutes:
                 config=self.config,
             )
 
-        return await self._form_action(request, act)
+        return await self._form_action(request, act, lambda f: f"/invite/{quote(f.get('token', ''), safe='')}")
 
     async def sign_out(self, request: Request) -> Response:
         if not _same_site(request):

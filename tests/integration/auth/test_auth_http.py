@@ -120,3 +120,19 @@ def test_the_token_is_read_from_a_raw_cookie_header():
     assert session_token_from_cookie_header(f"a=1; {SESSION_COOKIE}=tok-123; b=2") == "tok-123"
     assert session_token_from_cookie_header("") == ""
     assert session_token_from_cookie_header('bad"cookie') == ""
+
+
+async def test_invite_form_errors_return_to_the_invite_page_and_success_signs_in(engine, config, client_for):
+    from hitl_app.auth import SYSTEM, Role, create_invite
+
+    token = await create_invite(engine=engine, email="rex@example.com", role=Role.REVIEWER, by=SYSTEM, config=config)
+    async with client_for() as c:
+        short = await c.post("/auth/invite", data={"token": token, "name": "Rex", "password": "short"})
+        assert short.headers["location"] == f"/invite/{token}?error=password"
+        assert error_message("password") == "Use at least 8 characters for the password"
+        ok = await c.post("/auth/invite", data={"token": token, "name": "Rex", "password": PW})
+        assert ok.status_code == 303
+        who = await resolve_session(engine=engine, token=c.cookies[SESSION_COOKIE], config=config)
+        assert (who.email, who.role) == ("rex@example.com", Role.REVIEWER)
+        used = await c.post("/auth/invite", data={"token": token, "name": "Rex", "password": PW})
+    assert used.headers["location"] == f"/invite/{token}?error=invite"
