@@ -12,6 +12,14 @@ Every knob the app has lives here (habit 4 of ../shared/style.md). Variables:
 | HITL_POLICY        | unset                 | path of a TOML policy file for the built-in agent        |
 | HITL_MODEL_MAX_RETRIES | provider default  | retries of a real provider's client on 429/5xx/timeouts  |
 | HITL_REDIS_URL / REFLEX_REDIS_URL | unset  | Redis for several workers: run events, run locks, Stop   |
+| HITL_SESSION_HOURS | ``168``               | a sign-in session ends after this long without activity  |
+| HITL_SIGNIN_MAX_FAILURES | ``5``           | failed sign-ins per email within the window               |
+| HITL_SIGNIN_MAX_FAILURES_PER_ADDRESS | ``20`` | failed sign-ins per client address within the window  |
+| HITL_SIGNIN_WINDOW_MINUTES | ``15``        | length of the sliding window for the two limits above     |
+| HITL_INVITE_HOURS  | ``72``                | an invite link works this long (once)                     |
+| HITL_OIDC_ISSUER   | unset                 | OpenID Connect issuer URL; set it to offer single sign-on |
+| HITL_OIDC_CLIENT_ID / HITL_OIDC_CLIENT_SECRET | unset | the app's client at that issuer             |
+| HITL_OIDC_ROLE_CLAIM | unset               | id_token claim holding the role (else the admin sets it)  |
 """
 
 from __future__ import annotations
@@ -40,6 +48,15 @@ class Settings(BaseSettings):
     policy_file: Path | None = Field(default=None, alias="HITL_POLICY")
     model_max_retries: int | None = Field(default=None, ge=0, le=20, alias="HITL_MODEL_MAX_RETRIES")
     redis_url: str | None = Field(default=None, validation_alias=AliasChoices("HITL_REDIS_URL", "REFLEX_REDIS_URL"))
+    session_hours: float = Field(default=168.0, gt=0, le=24 * 366, alias="HITL_SESSION_HOURS")
+    signin_max_failures: int = Field(default=5, ge=1, le=1000, alias="HITL_SIGNIN_MAX_FAILURES")
+    signin_max_failures_per_address: int = Field(default=20, ge=1, le=100_000, alias="HITL_SIGNIN_MAX_FAILURES_PER_ADDRESS")
+    signin_window_minutes: float = Field(default=15.0, gt=0, le=24 * 60, alias="HITL_SIGNIN_WINDOW_MINUTES")
+    invite_hours: float = Field(default=72.0, gt=0, le=24 * 90, alias="HITL_INVITE_HOURS")
+    oidc_issuer: str | None = Field(default=None, alias="HITL_OIDC_ISSUER")
+    oidc_client_id: str | None = Field(default=None, alias="HITL_OIDC_CLIENT_ID")
+    oidc_client_secret: str | None = Field(default=None, alias="HITL_OIDC_CLIENT_SECRET")
+    oidc_role_claim: str | None = Field(default=None, alias="HITL_OIDC_ROLE_CLAIM")
 
     @field_validator("data_dir")
     @classmethod

@@ -87,11 +87,13 @@ SCHEMA_LOCK_KEY = 7_463_521_001
 def create_schema(engines: Engines) -> None:
     """Create every app table that is missing (idempotent: safe on every start, and from several
     workers at once on PostgreSQL, where it runs under an advisory lock)."""
+    from hitl_app.store.accounts import ACCOUNT_TABLES
     from hitl_app.store.tables import APP_TABLES
 
+    tables = APP_TABLES + ACCOUNT_TABLES
     if engines.is_sqlite:
-        SQLModel.metadata.create_all(engines.sync, tables=APP_TABLES)
+        SQLModel.metadata.create_all(engines.sync, tables=tables)
         return
     with engines.sync.begin() as conn:
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
-        SQLModel.metadata.create_all(conn, tables=APP_TABLES)
+        SQLModel.metadata.create_all(conn, tables=tables)

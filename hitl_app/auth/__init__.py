@@ -1,0 +1,47 @@
+"""Accounts and sign-in: who is using the app and with which role (pure Python, no reflex).
+
+The rest of the app uses ``Principal`` and ``Role`` and these functions (all async, keyword-only,
+taking the app database's async engine):
+
+- sessions: ``sign_in``, ``resolve_session`` (on every event), ``sign_out``, ``sign_out_everywhere``
+- accounts: ``first_run_needed``, ``create_admin``, ``create_invite``, ``accept_invite``,
+  ``create_with_temporary_password``, ``add_account``, ``change_password``, ``set_role``,
+  ``disable``, ``enable``, ``find_account``, ``list_accounts``
+- the browser side: ``hitl_app.auth.http`` (sign-in/out and single sign-on routes, session cookie)
+  and ``hitl_app.auth.oidc`` (OpenID Connect code flow).
+"""
+
+from hitl_app.auth.accounts import (
+    AccountView,
+    accept_invite,
+    add_account,
+    change_password,
+    create_admin,
+    create_invite,
+    create_with_temporary_password,
+    disable,
+    enable,
+    find_account,
+    first_run_needed,
+    list_accounts,
+    set_role,
+)
+from hitl_app.auth.sessions import resolve_session, sign_in, sign_out, sign_out_everywhere
+from hitl_app.auth.types import (
+    SYSTEM,
+    AccountDisabled,
+    AuthConfig,
+    AuthError,
+    NotAllowed,
+    Principal,
+    Role,
+    TooManyAttempts,
+    WrongCredentials,
+)
+
+__all__ = [
+    "SYSTEM", "AccountDisabled", "AccountView", "AuthConfig", "AuthError", "NotAllowed", "Principal", "Role",
+    "TooManyAttempts", "WrongCredentials", "accept_invite", "add_account", "change_password", "create_admin",
+    "create_invite", "create_with_temporary_password", "disable", "enable", "find_account", "first_run_needed",
+    "list_accounts", "resolve_session", "set_role", "sign_in", "sign_out", "sign_out_everywhere",
+]

@@ -1,0 +1,64 @@
+"""Who is signed in, read on the server on every event (not registered in the app yet).
+
+The session token sits in an HttpOnly cookie that the browser's scripts cannot read. Reflex 0.10
+copies the websocket handshake's headers into ``self.router.headers`` for every event (the
+``cookie`` field is dropped from what is sent to the browser, and a header forged in an event's
+``router_data`` is overwritten by the handshake's), so ``current_principal`` resolves the session
+from ``self.router.headers.cookie``. A sign-in or sign-out is an HTTP form post followed by a page
+load, which opens a new websocket carrying the new cookie.
+"""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from hitl_app.auth import Principal, first_run_needed, resolve_session
+from hitl_app.auth.http import error_message, session_token_from_cookie_header
+from hitl_app.auth.oidc import OidcSettings
+from hitl_app.runtime import get_runtime
+
+
+async def current_principal(state: rx.State) -> Principal | None:
+    """The signed-in account for this event, or None (no, expired or revoked session; disabled)."""
+    token = session_token_from_cookie_header(state.router.headers.cookie)
+    return await resolve_session(engine=get_runtime().engines.async_, token=token)
+
+
+class AuthState(rx.State):
+    """What the sign-in pages and the user menu show."""
+
+    display_name: str = ""
+    role: str = ""
+    signed_in: bool = False
+    first_run: bool = False
+    sso_enabled: bool = False
+    error: str = ""
+    invite_token: str = ""
+
+    @rx.event
+    async def load_sign_in(self):
+        """On load of /sign-in: first-run form or sign-in form, the error of a failed post."""
+        if await current_principal(self) is not None:
+            return rx.redirect("/")
+        q = self.router.url.query_parameters
+        self.error = error_message(str(q.get("error", "")), str(q.get("minutes", "")))
+        self.first_run = await first_run_needed(engine=get_runtime().engines.async_)
+        self.sso_enabled = OidcSettings.from_settings() is not None
+        return None
+
+    @rx.event
+    async def require_sign_in(self):
+        """On load of any other page: go to /sign-in unless signed in; fill the user menu."""
+        who = await current_principal(self)
+        self.signed_in = who is not None
+        self.display_name, self.role = (who.display_name, who.role.value) if who else ("", "")
+        if who is None:
+            return rx.redirect("/sign-in")
+        return None
+
+    @rx.event
+    async def load_invite(self):
+        """On load of /invite/<token>: keep the token for the form's hidden field."""
+        q = self.router.url.query_parameters
+        self.error = error_message(str(q.get("error", "")), str(q.get("minutes", "")))
+        self.invite_token = str(self.router.url.path).rstrip("/").rsplit("/", 1)[-1][:200]
