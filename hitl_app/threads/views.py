@@ -1,6 +1,6 @@
 """Read a thread from its checkpoint: message views, the pending review, the run status.
 
-These are the small typed views the UI renders (habit 5 of ../shared/style.md: table and graph
+These are the small typed views the UI renders (table and graph
 objects are not handed to the UI). Reading never runs the graph.
 """
 
@@ -88,7 +88,7 @@ def message_views(messages: list[BaseMessage]) -> list[MessageView]:
     """Map checkpointed messages to views (system messages are skipped).
 
     Text is read with ``message.text``, which works for both string content and v3 content
-    blocks (FINDINGS.md §4 pitfall).
+    blocks (reading ``content`` directly would show the raw block list).
     """
     calls: dict[str, ToolCallView] = {}
     out: list[MessageView] = []
