@@ -153,7 +153,7 @@ class RunDriver:
             view = thread_view_from_snapshot(thread_id, await self.graph.aget_state(thread_config(thread_id)))
         except Exception as exc:  # noqa: BLE001 - the run's end must still be announced
             log.exception("could not read back thread %s after run", thread_id)
-            return None, "failed", error if outcome == "failed" else f"{type(exc).__name__}: {exc}"
+            return None, "failed", error if outcome == "failed" else describe_run_error(exc)
         if claimed and view.pending is not None and view.pending.interrupt_id == claimed:
             # the resume never reached the checkpoint: the review must stay answerable
             try:
