@@ -2,7 +2,7 @@
 
 Builds the demo agent with ``hitl_app.agent.build.build_demo_agent`` on an ``AsyncSqliteSaver``
 in a temporary folder and drives ``graph.astream_events(..., version="v3")`` exactly as
-``ThreadService._drive`` does, with the message ``stream N words``. Measures, per run, the time
+``RunDriver._drive`` does, with the message ``stream N words``. Measures, per run, the time
 from the call to ``astream_events`` to the last text token (seconds), plus the time to the first.
 """
 

@@ -1,6 +1,6 @@
 """One settings object, read from the environment once and validated at start-up.
 
-Every knob the app has lives here (habit 4 of ../shared/style.md). Variables:
+Every knob the app has lives here, so no other module reads ``os.environ``. Variables:
 
 | env var            | default               | meaning                                                  |
 |--------------------|-----------------------|----------------------------------------------------------|
@@ -25,10 +25,58 @@ Every knob the app has lives here (habit 4 of ../shared/style.md). Variables:
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, PrivateAttr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_POSTGRES_PREFIXES = ("postgresql+psycopg://", "postgresql://", "postgres://")
+
+
+@dataclass(frozen=True)
+class DatabaseURL:
+    """A parsed ``DATABASE_URL``: the one place that knows the accepted forms and the drivers.
+
+    Accepted: ``sqlite:///path/to/file.sqlite`` and ``postgresql://user@host:port/db`` (also
+    ``postgres://`` and ``postgresql+psycopg://``; query parameters are kept). Build it with
+    ``DatabaseURL.parse(text)``.
+
+    Attributes:
+        raw: the URL as configured.
+        is_sqlite: True for SQLite, False for PostgreSQL.
+        sqlite_path: the SQLite file path (``None`` for PostgreSQL).
+        sqlalchemy_sync: the URL for SQLAlchemy's sync engine (``sqlite:///...`` or
+            ``postgresql+psycopg://...``, psycopg 3).
+        sqlalchemy_async: the URL for the async engine (``sqlite+aiosqlite:///...`` or
+            ``postgresql+psycopg://...``).
+        psycopg_conninfo: a ``postgresql://...`` conninfo for psycopg (``""`` for SQLite).
+    """
+
+    raw: str
+    is_sqlite: bool
+    sqlite_path: Path | None
+    sqlalchemy_sync: str
+    sqlalchemy_async: str
+    psycopg_conninfo: str
+
+    @classmethod
+    def parse(cls, text: str) -> DatabaseURL:
+        """Parse ``text``. Raises ValueError naming the scheme for anything but SQLite/PostgreSQL."""
+        if text.startswith("sqlite:///"):
+            path = text[len("sqlite:///") :]
+            return cls(text, True, Path(path), f"sqlite:///{path}", f"sqlite+aiosqlite:///{path}", "")
+        for prefix in _POSTGRES_PREFIXES:
+            if text.startswith(prefix):
+                rest = text[len(prefix) :]
+                sqlalchemy = f"postgresql+psycopg://{rest}"
+                return cls(text, False, None, sqlalchemy, sqlalchemy, f"postgresql://{rest}")
+        raise ValueError(
+            f"DATABASE_URL must start with sqlite:/// or postgresql:// (got {text.split(':', 1)[0]!r})"
+        )
+
+    def __str__(self) -> str:
+        return self.raw
 
 
 class Settings(BaseSettings):
@@ -57,23 +105,27 @@ class Settings(BaseSettings):
     oidc_client_id: str | None = Field(default=None, alias="HITL_OIDC_CLIENT_ID")
     oidc_client_secret: str | None = Field(default=None, alias="HITL_OIDC_CLIENT_SECRET")
     oidc_role_claim: str | None = Field(default=None, alias="HITL_OIDC_ROLE_CLAIM")
+    _database: DatabaseURL = PrivateAttr()
 
     @field_validator("data_dir")
     @classmethod
     def _absolute(cls, value: Path) -> Path:
         return value.expanduser().resolve()
 
-    @property
-    def resolved_database_url(self) -> str:
-        """The database URL, defaulting to a SQLite file inside ``data_dir``."""
-        if self.database_url:
-            return self.database_url
-        return f"sqlite:///{self.data_dir / 'hitl.sqlite'}"
+    @model_validator(mode="after")
+    def _parse_database_url(self) -> Settings:
+        self._database = DatabaseURL.parse(self.database_url or f"sqlite:///{self.data_dir / 'hitl.sqlite'}")
+        return self
 
     @property
-    def is_postgres(self) -> bool:
-        """True when the database URL points at PostgreSQL."""
-        return self.resolved_database_url.startswith(("postgresql", "postgres:"))
+    def database(self) -> DatabaseURL:
+        """The parsed database URL (``DATABASE_URL``, default a SQLite file inside ``data_dir``)."""
+        return self._database
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL as text (``database.raw``)."""
+        return self._database.raw
 
     @property
     def files_dir(self) -> Path:

@@ -1,6 +1,6 @@
 """Open the LangGraph checkpointer for a database URL (async; one per app lifetime).
 
-Facts from FINDINGS.md §5 (langgraph-checkpoint-sqlite 3.x / -postgres 3.x):
+Facts checked against langgraph-checkpoint-sqlite 3.x / -postgres 3.x:
 ``AsyncSqliteSaver.from_conn_string(path)`` sets itself up (WAL mode); ``AsyncPostgresSaver`` on
 an ``AsyncConnectionPool`` needs the connection kwargs ``autocommit=True, prepare_threshold=0,
 row_factory=dict_row`` and one ``await saver.setup()`` (idempotent migrations).
@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from hitl_app.settings import DatabaseURL
 
 
 SETUP_LOCK_KEY = 7_463_521_002
@@ -21,56 +22,58 @@ SETUP_LOCK_KEY = 7_463_521_002
 
 
 @contextlib.asynccontextmanager
-async def open_checkpointer(database_url: str, *, pool_size: int = 10) -> AsyncIterator[BaseCheckpointSaver]:
+async def open_checkpointer(
+    database_url: str | DatabaseURL, *, pool_size: int = 10
+) -> AsyncIterator[BaseCheckpointSaver]:
     """Yield an async checkpointer for ``database_url``; closes it on exit.
 
     Args:
-        database_url: ``sqlite:///path/to/file.sqlite`` or ``postgresql://user@host:port/db``
-            (also ``postgres://``, ``postgresql+psycopg://``).
+        database_url: a ``DatabaseURL`` or text that parses as one (``sqlite:///path/file.sqlite``,
+            ``postgresql://user@host:port/db``, ``postgres://``, ``postgresql+psycopg://``).
         pool_size: maximum Postgres connections.
 
     Raises:
         ValueError: an unsupported URL scheme.
     """
-    if database_url.startswith("sqlite:///"):
+    database = database_url if isinstance(database_url, DatabaseURL) else DatabaseURL.parse(database_url)
+    if database.sqlite_path is not None:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-        path = database_url[len("sqlite:///"):]
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        async with AsyncSqliteSaver.from_conn_string(path) as saver:
+        database.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+        async with AsyncSqliteSaver.from_conn_string(str(database.sqlite_path)) as saver:
             yield saver
         return
-    for prefix in ("postgresql+psycopg://", "postgresql://", "postgres://"):
-        if database_url.startswith(prefix):
-            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-            from psycopg.rows import dict_row
-            from psycopg_pool import AsyncConnectionPool
+    async with _postgres_saver(database.psycopg_conninfo, pool_size) as saver:
+        yield saver
 
-            conninfo = "postgresql://" + database_url[len(prefix):]
-            pool = AsyncConnectionPool(
-                conninfo,
-                max_size=pool_size,
-                open=False,
-                kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
-            )
-            await pool.open()
-            try:
-                saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
-                # Several workers may start at once: run the (idempotent) migrations one at a time.
-                # Poll with pg_try_advisory_lock instead of blocking in pg_advisory_lock: a blocked
-                # statement holds a snapshot, which the migrations' CREATE INDEX CONCURRENTLY
-                # would wait for - an undetected deadlock.
-                async with pool.connection() as conn:
-                    while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (SETUP_LOCK_KEY,))).fetchone())["ok"]:
-                        await asyncio.sleep(0.1)
-                    try:
-                        await saver.setup()
-                    finally:
-                        await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
-                yield saver
-            finally:
-                await pool.close()
-            return
-    raise ValueError(
-        f"Checkpointer URL must start with sqlite:/// or postgresql:// (got {database_url.split(':', 1)[0]!r})"
+
+@contextlib.asynccontextmanager
+async def _postgres_saver(conninfo: str, pool_size: int) -> AsyncIterator[BaseCheckpointSaver]:
+    """An ``AsyncPostgresSaver`` on a connection pool, its migrations run once (see below)."""
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
+
+    pool = AsyncConnectionPool(
+        conninfo,
+        max_size=pool_size,
+        open=False,
+        kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
     )
+    await pool.open()
+    try:
+        saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+        # Several workers may start at once: run the (idempotent) migrations one at a time.
+        # Poll with pg_try_advisory_lock instead of blocking in pg_advisory_lock: a blocked
+        # statement holds a snapshot, which the migrations' CREATE INDEX CONCURRENTLY
+        # would wait for - an undetected deadlock.
+        async with pool.connection() as conn:
+            while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (SETUP_LOCK_KEY,))).fetchone())["ok"]:
+                await asyncio.sleep(0.1)
+            try:
+                await saver.setup()
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
+        yield saver
+    finally:
+        await pool.close()

@@ -42,9 +42,7 @@ from langgraph.runtime import Runtime
 
 from hitl_app.agent.tools import is_read_only_sql
 from hitl_app.errors import StartupError
-
-DECISION_TYPES: tuple[str, ...] = ("approve", "edit", "reject", "respond")
-"""Decision types HumanInTheLoopMiddleware knows (langchain 1.5.2 ``DecisionType``)."""
+from hitl_app.review.types import DECISION_TYPES
 
 
 class PolicyError(StartupError):

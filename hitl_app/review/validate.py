@@ -1,8 +1,8 @@
 """Validate a reviewer's submission against the pending interrupt before resuming.
 
 Why this exists: in batched mode a malformed resume value is saved as the task's RESUME write and
-replayed on every later resume, which leaves the thread unusable (../shared/reference/
-langgraph-hitl/FINDINGS.md §3, "a bad batched resume poisons the thread"). So nothing reaches
+replayed on every later resume, which leaves the thread unusable (a bad batched resume poisons
+the thread: every later resume of that interrupt fails the same way). So nothing reaches
 ``Command(resume=...)`` unless it passed every check here: interrupt id, count, order, allowed
 types, unchanged tool name, schema-valid arguments, respond message present.
 """
@@ -11,24 +11,31 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from hitl_app.review.types import (
     DECISION_TYPES,
     MAX_EDIT_JSON_CHARS,
+    ActionRequest,
+    AnyDecision,
     Decision,
     EditDecision,
     PendingReview,
     RespondDecision,
-    decision_payload,
+    ReviewConfig,
 )
 
 ArgsValidator = Callable[[dict[str, Any]], None]
 """Checks edited tool arguments; raises ``ArgsError`` with a readable message when they do not fit."""
 
-_DECISION_ADAPTER: TypeAdapter = TypeAdapter(Decision)
+_DECISION_ADAPTER: TypeAdapter[AnyDecision] = TypeAdapter(Decision)
+
+ReviewErrorCode = Literal[
+    "stale", "count", "not_allowed", "renamed", "bad_args", "bad_json", "too_large", "missing_message", "malformed"
+]
+"""The stable machine words of ``ReviewError.code``."""
 
 
 class ReviewError(ValueError):
@@ -41,7 +48,7 @@ class ReviewError(ValueError):
             ``bad_args``, ``bad_json``, ``too_large``, ``missing_message``, ``malformed``.
     """
 
-    def __init__(self, message: str, *, card_index: int | None = None, code: str = "malformed"):
+    def __init__(self, message: str, *, card_index: int | None = None, code: ReviewErrorCode = "malformed"):
         super().__init__(message)
         self.message = message
         self.card_index = card_index
@@ -159,8 +166,8 @@ def validate_submission(
     interrupt_id: Any,
     raw_decisions: Any,
     validators: Mapping[str, ArgsValidator],
-) -> list[dict[str, Any]]:
-    """Check a submission and return the ``decisions`` list to resume with.
+) -> list[AnyDecision]:
+    """Check a submission and return the typed decisions to resume with.
 
     Args:
         review: the pending review as read from the checkpoint (``None`` if nothing is pending).
@@ -169,7 +176,8 @@ def validate_submission(
         validators: tool name -> args validator, for edits.
 
     Returns:
-        ``[{"type": "approve"}, {"type": "edit", "edited_action": {...}}, ...]`` in the review's order.
+        One ``ApproveDecision | EditDecision | RejectDecision | RespondDecision`` per action
+        request, in the review's order (``resume_value`` turns them into the resume dict).
 
     Raises:
         ReviewError: the first problem found, with the card index where it applies.
@@ -184,64 +192,66 @@ def validate_submission(
     if not isinstance(raw_decisions, list):
         raise ReviewError("Decisions must be a list, one per card.", code="malformed")
     expected = len(review.action_requests)
-    if len(raw_decisions) != expected:
+    if len(raw_decisions) != expected or len(review.review_configs) != expected:
         raise ReviewError(
             f"Decide every card before submitting: {len(raw_decisions)} of {expected} decided.",
             code="count",
         )
-    out: list[dict[str, Any]] = []
+    decisions: list[AnyDecision] = []
     for index, (raw, action, config) in enumerate(
         zip(raw_decisions, review.action_requests, review.review_configs, strict=True)
     ):
-        kind = raw.get("type") if isinstance(raw, dict) else None
-        if kind not in DECISION_TYPES:
-            raise ReviewError(
-                f"Card {index + 1} ({action.name}) has no valid decision (got {_describe(kind)}).",
-                card_index=index,
-                code="malformed",
-            )
-        if kind not in config.allowed_decisions:
-            raise ReviewError(
-                f"{kind.capitalize()} is not allowed for {action.name}; allowed: "
-                f"{', '.join(config.allowed_decisions)}.",
-                card_index=index,
-                code="not_allowed",
-            )
-        try:
-            decision = _DECISION_ADAPTER.validate_python(raw)
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            if kind == "respond" and "message" in err["loc"]:
-                raise ReviewError(
-                    f"Write an answer for {action.name} before submitting.",
-                    card_index=index,
-                    code="missing_message",
-                ) from None
-            where = ".".join(str(p) for p in err["loc"][1:]) or "decision"
-            raise ReviewError(
-                f"Card {index + 1} ({action.name}): `{where}` {err['msg'].lower()}.",
-                card_index=index,
-                code="malformed",
-            ) from None
-        if isinstance(decision, RespondDecision) and not decision.message.strip():
+        decision = _check_decision(index, raw, action, config)
+        if isinstance(decision, EditDecision):
+            validate_edit_args(review, index, decision.edited_action.args, validators)
+        decisions.append(decision)
+    return decisions
+
+
+def _check_decision(index: int, raw: Any, action: ActionRequest, config: ReviewConfig) -> AnyDecision:
+    """One card's raw decision as a typed decision allowed by its review config.
+
+    Raises ReviewError (``malformed``, ``not_allowed``, ``missing_message``, ``renamed``,
+    ``too_large``) with ``card_index=index``.
+    """
+    kind = raw.get("type") if isinstance(raw, dict) else None
+    if kind not in DECISION_TYPES:
+        raise ReviewError(
+            f"Card {index + 1} ({action.name}) has no valid decision (got {_describe(kind)}).",
+            card_index=index,
+            code="malformed",
+        )
+    if kind not in config.allowed_decisions:
+        raise ReviewError(
+            f"{kind.capitalize()} is not allowed for {action.name}; allowed: {', '.join(config.allowed_decisions)}.",
+            card_index=index,
+            code="not_allowed",
+        )
+    try:
+        decision = _DECISION_ADAPTER.validate_python(raw)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        if kind == "respond" and "message" in err["loc"]:
             raise ReviewError(
                 f"Write an answer for {action.name} before submitting.", card_index=index, code="missing_message"
+            ) from None
+        where = ".".join(str(p) for p in err["loc"][1:]) or "decision"
+        raise ReviewError(
+            f"Card {index + 1} ({action.name}): `{where}` {err['msg'].lower()}.", card_index=index, code="malformed"
+        ) from None
+    if isinstance(decision, RespondDecision) and not decision.message.strip():
+        raise ReviewError(f"Write an answer for {action.name} before submitting.", card_index=index, code="missing_message")
+    if isinstance(decision, EditDecision):
+        if decision.edited_action.name != action.name:
+            raise ReviewError(
+                f"An edit cannot change the tool: this card is {action.name}, not {decision.edited_action.name}.",
+                card_index=index,
+                code="renamed",
             )
-        if isinstance(decision, EditDecision):
-            if decision.edited_action.name != action.name:
-                raise ReviewError(
-                    f"An edit cannot change the tool: this card is {action.name}, not "
-                    f"{decision.edited_action.name}.",
-                    card_index=index,
-                    code="renamed",
-                )
-            if len(json.dumps(decision.edited_action.args)) > MAX_EDIT_JSON_CHARS:
-                raise ReviewError(
-                    f"The edited arguments for {action.name} are too large (limit "
-                    f"{MAX_EDIT_JSON_CHARS:,} characters).",
-                    card_index=index,
-                    code="too_large",
-                )
-            validate_edit_args(review, index, decision.edited_action.args, validators)
-        out.append(decision_payload(decision))
-    return out
+        if len(json.dumps(decision.edited_action.args)) > MAX_EDIT_JSON_CHARS:
+            raise ReviewError(
+                f"The edited arguments for {action.name} are too large (limit {MAX_EDIT_JSON_CHARS:,} characters).",
+                card_index=index,
+                code="too_large",
+            )
+    return decision

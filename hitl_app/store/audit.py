@@ -1,7 +1,7 @@
 """Queries over the audit trail (``AuditRecord``) for the audit page and its exports.
 
-Small keyword-only functions taking the async engine (habit 6 of ../shared/style.md). The owner
-filter joins ``ThreadRecord``: a browser sees the decisions of its own threads only.
+Small keyword-only functions taking the async engine. The owner filter joins ``ThreadRecord``: a
+browser sees the decisions of its own threads only.
 """
 
 from __future__ import annotations
@@ -48,7 +48,6 @@ class AuditRow:
 
 
 def _iso(value: datetime) -> str:
-    value = value if value.tzinfo else value.replace(tzinfo=UTC)
     return value.astimezone(UTC).isoformat(timespec="seconds")
 
 

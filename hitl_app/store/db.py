@@ -3,36 +3,19 @@
 One URL serves both the sync engine (used by tools, which LangGraph runs in worker threads) and the
 async engine (used by the server's event handlers, which must never block the event loop).
 
-URL forms accepted: ``sqlite:///path``, ``postgresql://user@host:port/db`` (also ``postgres://``).
-The driver is filled in here: ``sqlite+aiosqlite`` / ``postgresql+psycopg`` (psycopg 3, sync and async).
+URL forms and drivers: see ``hitl_app.settings.DatabaseURL`` (``sqlite+aiosqlite`` /
+``postgresql+psycopg``, psycopg 3 for sync and async).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from sqlalchemy import Engine, event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlmodel import SQLModel, create_engine
 
-
-def _driver_urls(url: str) -> tuple[str, str]:
-    """Map a plain database URL to (sync SQLAlchemy URL, async SQLAlchemy URL).
-
-    Raises:
-        ValueError: for a scheme other than sqlite or postgresql.
-    """
-    if url.startswith("sqlite:///"):
-        path = url[len("sqlite:///") :]
-        return f"sqlite:///{path}", f"sqlite+aiosqlite:///{path}"
-    for prefix in ("postgresql://", "postgres://", "postgresql+psycopg://"):
-        if url.startswith(prefix):
-            rest = url[len(prefix) :]
-            return f"postgresql+psycopg://{rest}", f"postgresql+psycopg://{rest}"
-    raise ValueError(
-        f"DATABASE_URL must start with sqlite:/// or postgresql:// (got {url.split(':', 1)[0]!r})"
-    )
+from hitl_app.settings import DatabaseURL
 
 
 def _sqlite_pragmas(engine: Engine | AsyncEngine) -> None:
@@ -52,32 +35,37 @@ def _sqlite_pragmas(engine: Engine | AsyncEngine) -> None:
 class Engines:
     """The two engines on one database: ``sync`` for threads, ``async_`` for the event loop."""
 
-    url: str
+    database: DatabaseURL
     sync: Engine
     async_: AsyncEngine
 
     @property
+    def url(self) -> str:
+        """The database URL as configured."""
+        return self.database.raw
+
+    @property
     def is_sqlite(self) -> bool:
         """True for a SQLite database."""
-        return self.url.startswith("sqlite")
+        return self.database.is_sqlite
 
 
-def make_engines(url: str) -> Engines:
-    """Create both engines for ``url`` (see the module docstring for accepted forms).
+def make_engines(url: str | DatabaseURL) -> Engines:
+    """Create both engines for ``url`` (a ``DatabaseURL``, or text that parses as one).
 
     For SQLite the parent folder is created. Raises ValueError for an unsupported scheme.
     """
-    sync_url, async_url = _driver_urls(url)
-    if sync_url.startswith("sqlite"):
-        Path(sync_url[len("sqlite:///") :]).parent.mkdir(parents=True, exist_ok=True)
-        sync = create_engine(sync_url, connect_args={"check_same_thread": False, "timeout": 5}, hide_parameters=True)
-        async_ = create_async_engine(async_url, connect_args={"timeout": 5}, hide_parameters=True)
+    database = url if isinstance(url, DatabaseURL) else DatabaseURL.parse(url)
+    if database.sqlite_path is not None:
+        database.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+        sync = create_engine(database.sqlalchemy_sync, connect_args={"check_same_thread": False, "timeout": 5}, hide_parameters=True)
+        async_ = create_async_engine(database.sqlalchemy_async, connect_args={"timeout": 5}, hide_parameters=True)
         _sqlite_pragmas(sync)
         _sqlite_pragmas(async_)
     else:
-        sync = create_engine(sync_url, pool_pre_ping=True, hide_parameters=True)
-        async_ = create_async_engine(async_url, pool_pre_ping=True, hide_parameters=True)
-    return Engines(url=url, sync=sync, async_=async_)
+        sync = create_engine(database.sqlalchemy_sync, pool_pre_ping=True, hide_parameters=True)
+        async_ = create_async_engine(database.sqlalchemy_async, pool_pre_ping=True, hide_parameters=True)
+    return Engines(database=database, sync=sync, async_=async_)
 
 
 SCHEMA_LOCK_KEY = 7_463_521_001

@@ -9,7 +9,8 @@ Demo database (its own SQLite file, see ``Settings.demo_db_path``): ``Record``, 
 ``execute_sql`` and ``read_data`` work on. It is kept apart so an approved ``DROP TABLE`` cannot
 touch the app's own tables.
 
-Times are timezone-aware UTC ``datetime`` values.
+Times are timezone-aware UTC ``datetime`` values, both ways: every time column is ``UTCDateTime``,
+which stores UTC and returns aware UTC values whatever the backend (SQLite keeps no zone).
 """
 
 from __future__ import annotations
@@ -17,13 +18,37 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, UniqueConstraint
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 
 
 def utcnow() -> datetime:
     """The current time as an aware UTC datetime."""
     return datetime.now(UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """``value`` as an aware UTC datetime (a naive value is taken to be UTC already)."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp column that stores UTC and always reads back an aware UTC ``datetime``.
+
+    PostgreSQL gets ``timestamp with time zone``; SQLite stores the UTC wall time as text and the
+    zone is put back on read. A naive value written is taken to be UTC.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else as_utc(value)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        return None if value is None else as_utc(value)
 
 
 class ThreadRecord(SQLModel, table=True):
@@ -33,8 +58,8 @@ class ThreadRecord(SQLModel, table=True):
 
     thread_id: str = Field(primary_key=True, max_length=64)
     title: str = Field(default="New chat", max_length=200)
-    created_at: datetime = Field(default_factory=utcnow)
-    updated_at: datetime = Field(default_factory=utcnow, index=True)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    updated_at: datetime = Field(default_factory=utcnow, index=True, sa_type=UTCDateTime)
     pending_review: bool = Field(default=False)
     owner: str | None = Field(default=None, max_length=100, index=True)
 
@@ -46,7 +71,7 @@ class ReviewRequestRecord(SQLModel, table=True):
 
     interrupt_id: str = Field(primary_key=True, max_length=64)
     thread_id: str = Field(index=True, max_length=64)
-    requested_at: datetime = Field(default_factory=utcnow)
+    requested_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     action_count: int
     tool_names: str = Field(default="", max_length=2000)
     decided: bool = Field(default=False)
@@ -73,8 +98,8 @@ class AuditRecord(SQLModel, table=True):
     args_executed: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     message: str | None = None
     reviewer: str = Field(default="anonymous", max_length=100)
-    requested_at: datetime
-    decided_at: datetime = Field(default_factory=utcnow)
+    requested_at: datetime = Field(sa_type=UTCDateTime)
+    decided_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     waited_seconds: float
     checkpoint_id: str | None = Field(default=None, max_length=100)
 
@@ -89,7 +114,7 @@ class OutboxMail(SQLModel, table=True):
     to: str = Field(max_length=320)
     subject: str = Field(default="", max_length=500)
     body: str = ""
-    sent_at: datetime = Field(default_factory=utcnow)
+    sent_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
 
 
 class ToolEffect(SQLModel, table=True):
@@ -100,7 +125,7 @@ class ToolEffect(SQLModel, table=True):
     tool_call_id: str = Field(primary_key=True, max_length=200)
     tool_name: str = Field(max_length=200)
     result: str
-    created_at: datetime = Field(default_factory=utcnow)
+    created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
 
 
 class Record(SQLModel, table=True):

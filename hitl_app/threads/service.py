@@ -1,67 +1,80 @@
-"""The thread service: start a turn, resume a review, continue, stop, load. No reflex here.
+"""The thread service: what a thread can do. Load it, start a turn, submit a review, continue, stop.
 
-A run is a server task that drives ``graph.astream_events(..., version="v3")`` and publishes
-batched text to a ``RunBus``; browser tabs subscribe. The server is the authority on what is
-pending: every submission is checked against the interrupt read from the checkpoint, under a
-per-thread lock, and claimed in the database (unique audit rows) before the graph is resumed.
+No reflex here. Runs are server tasks (``RunDriver``) that tabs follow on a ``RunBus``. The server
+is the authority on what is pending: every submission is checked against the interrupt read from
+the checkpoint, under a per-thread lock, and claimed in the database (unique audit rows) before
+the graph is resumed. The claim is released on any failure before the run starts, and by the run
+when its resume never reached the checkpoint; ``load`` releases a claim left behind by a worker
+that died in between (see ``STALE_CLAIM_S``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
 import sqlite3
-import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import timedelta
+from typing import Any, ParamSpec, TypeVar
 
 from langgraph.types import Command
-from sqlalchemy.exc import IntegrityError, InterfaceError, OperationalError
-from sqlmodel import col, select
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from hitl_app.review import MAX_MESSAGE_CHARS, PendingReview, ReviewError, validate_submission
+from hitl_app.review import MAX_MESSAGE_CHARS, AnyDecision, PendingReview, ReviewError, resume_value, validate_submission
 from hitl_app.review.validate import ArgsValidator
+from hitl_app.store import reviews, threads
 from hitl_app.store.db import Engines
-from hitl_app.store.tables import AuditRecord, ReviewRequestRecord, ThreadRecord, utcnow
+from hitl_app.store.tables import utcnow
 from hitl_app.threads.bus import RunBus, RunEvent
 from hitl_app.threads.bus_local import LocalRunBus
-from hitl_app.threads.errors import describe_run_error
+from hitl_app.threads.run_driver import RunDriver, thread_config
+from hitl_app.threads.text_batcher import FLUSH_INTERVAL_S
+from hitl_app.threads.types import AuditEntry, ThreadError, ThreadSummary
 from hitl_app.threads.views import ThreadView, thread_view_from_snapshot
+
+__all__ = ["FLUSH_INTERVAL_S", "STALE_CLAIM_S", "AuditEntry", "ThreadError", "ThreadService", "ThreadSummary"]
 
 log = logging.getLogger("hitl_app.threads")
 
-FLUSH_INTERVAL_S = 0.05
-"""Streamed text is published at most this often per run (seconds); see issue 5 for the why."""
+STALE_CLAIM_S = 30.0
+"""Age in seconds after which a review claim with no live run is taken as abandoned.
+
+A claim is written before the run lease is taken, so a fresh claim may belong to a run that is
+still starting in another worker; after this long (the Redis run lease's lifetime) it cannot.
+``load`` then releases it, and the reviewer decides again: a resume nobody saw run is not replayed
+later on its own (the thread may have been opened hours after)."""
+
+_UNAVAILABLE = (OperationalError, InterfaceError, sqlite3.OperationalError, OSError, RedisConnectionError, RedisTimeoutError)
+"""Errors of a locked or unreachable database or message bus."""
+_STALE = "This review was already decided (the agent went on with those decisions)."
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-class ThreadError(Exception):
-    """A request about a thread was refused; ``message`` says what to do instead."""
+def _refused_when_unavailable(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """Turn a locked or unreachable database/bus inside ``fn`` into ThreadError("db_unavailable").
 
-    def __init__(self, message: str, code: str = "refused"):
-        super().__init__(message)
-        self.message = message
-        self.code = code
-
-
-@contextlib.asynccontextmanager
-async def _database_errors() -> AsyncIterator[None]:
-    """Turn a locked or unreachable database into ThreadError(code="db_unavailable").
-
-    Raised before anything was resumed or started, so the user can simply try again.
+    Only for steps before anything was claimed or started, so "nothing was sent" is true.
     """
-    try:
-        yield
-    except (OperationalError, InterfaceError, sqlite3.OperationalError, OSError) as exc:
-        log.warning("database unavailable: %s", exc)
-        raise ThreadError(
-            "The database is busy or unreachable right now; nothing was sent. Try again in a moment.",
-            code="db_unavailable",
-        ) from exc
+
+    @functools.wraps(fn)
+    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await fn(*args, **kwargs)
+        except _UNAVAILABLE as exc:
+            log.warning("database or bus unavailable: %s", type(exc).__name__)
+            raise ThreadError(
+                "The database is busy or unreachable right now; nothing was sent. Try again in a moment.",
+                code="db_unavailable",
+            ) from exc
+
+    return wrapper
 
 
 def _is_uuid4(value: str) -> bool:
@@ -69,34 +82,6 @@ def _is_uuid4(value: str) -> bool:
         return uuid.UUID(value).version == 4 and len(value) == 36
     except (ValueError, AttributeError, TypeError):
         return False
-
-
-@dataclass(frozen=True)
-class ThreadSummary:
-    """A sidebar row: ``thread_id``, ``title``, ``updated_at`` (aware UTC), ``pending_review``."""
-
-    thread_id: str
-    title: str
-    updated_at: datetime
-    pending_review: bool
-
-
-@dataclass(frozen=True)
-class AuditEntry:
-    """A decision as shown under its tool call and on the audit page."""
-
-    tool_call_id: str | None
-    tool_name: str
-    decision_type: str
-    reviewer: str
-    decided_at: datetime
-    waited_seconds: float
-    message: str | None
-
-
-def _title_from(text: str) -> str:
-    line = " ".join(text.split())
-    return (line[:57] + "...") if len(line) > 60 else (line or "New chat")
 
 
 class ThreadService:
@@ -108,6 +93,7 @@ class ThreadService:
         validators: tool name -> arguments validator used for edits (tools not listed are
             checked for JSON validity only).
         bus: the live event fan-out (a new in-process one by default).
+        flush_interval: seconds between streamed text deltas.
     """
 
     def __init__(
@@ -122,119 +108,72 @@ class ThreadService:
         self.engines = engines
         self.validators = dict(validators or {})
         self.bus = bus or LocalRunBus()
-        self.flush_interval = flush_interval
         self._locks: dict[str, asyncio.Lock] = {}
-        self._tasks: dict[str, asyncio.Task[None]] = {}
-        self._settling: dict[str, asyncio.Future[None]] = {}
-        self.bus.on_stop = self._cancel_local
+        self.runs = RunDriver(
+            graph=graph, bus=self.bus, session=self._session, lock_for=self._lock, flush_interval=flush_interval
+        )
+        self.bus.on_stop = self.runs.cancel
 
     # ------------------------------------------------------------------ reading
     @staticmethod
     def config(thread_id: str) -> dict[str, Any]:
-        """The LangGraph config addressing ``thread_id``."""
-        return {"configurable": {"thread_id": thread_id}}
+        """The LangGraph config addressing ``thread_id`` (for reading its state)."""
+        return thread_config(thread_id)
 
-    def _session(self) -> AsyncSession:
-        return AsyncSession(self.engines.async_, expire_on_commit=False)
-
-    async def check_access(self, thread_id: str, owner: str | None) -> None:
+    async def check_access(self, thread_id: str, owner: str | None) -> str:
         """Refuse a malformed thread id, or a thread created by another browser.
 
+        Returns the thread's owner (``owner`` for a thread not started yet; ``""`` when unknown).
         Raises ThreadError(code="not_found" | "forbidden").
         """
         if not _is_uuid4(thread_id):
             raise ThreadError("That is not a thread address (expected /thread/<uuid4>).", code="not_found")
         async with self._session() as session:
-            record = await session.get(ThreadRecord, thread_id)
+            record = await threads.get_thread(session=session, thread_id=thread_id)
         if record is not None and record.owner and owner != record.owner:
             raise ThreadError("This thread belongs to another browser.", code="forbidden")
+        return (record.owner if record is not None and record.owner else owner) or ""
 
     async def load(self, thread_id: str, *, owner: str | None = None) -> ThreadView:
-        """The thread as checkpointed: messages, pending review, status. Never runs the graph."""
+        """The thread as checkpointed: messages, pending review, status. Never runs the graph.
+
+        Records that the pending review was shown, and releases an abandoned claim on it (see
+        ``STALE_CLAIM_S``). Raises ThreadError (``check_access``).
+        """
         await self.check_access(thread_id, owner)
-        snapshot = await self.graph.aget_state(self.config(thread_id))
-        view = thread_view_from_snapshot(thread_id, snapshot)
+        view = await self._read(thread_id)
         if view.pending is not None:
-            await self._record_review_requested(view.pending)
+            await self._note_review(view.pending)
         return view
 
     async def list_threads(self, *, owner: str | None, limit: int = 50) -> list[ThreadSummary]:
         """Threads of ``owner``, most recently active first (after any run's index rows are written)."""
-        if self._settling:
-            await asyncio.wait(list(self._settling.values()), timeout=2)
+        if self.runs.settling:
+            await asyncio.wait(list(self.runs.settling.values()), timeout=2)
         async with self._session() as session:
-            stmt = select(ThreadRecord).order_by(col(ThreadRecord.updated_at).desc()).limit(limit)
-            if owner:
-                stmt = stmt.where(ThreadRecord.owner == owner)
-            rows = (await session.exec(stmt)).all()
-        return [
-            ThreadSummary(r.thread_id, r.title, r.updated_at.replace(tzinfo=r.updated_at.tzinfo or UTC), r.pending_review)
-            for r in rows
-        ]
+            return await threads.list_threads(session=session, owner=owner, limit=limit)
 
     async def audit_for_thread(self, thread_id: str) -> dict[str, AuditEntry]:
         """Decisions recorded for ``thread_id``, keyed by tool call id."""
         async with self._session() as session:
-            rows = (await session.exec(select(AuditRecord).where(AuditRecord.thread_id == thread_id))).all()
-        return {
-            r.tool_call_id: AuditEntry(r.tool_call_id, r.tool_name, r.decision_type, r.reviewer, r.decided_at, r.waited_seconds, r.message)
-            for r in rows
-            if r.tool_call_id
-        }
+            return await reviews.audit_for_thread(session=session, thread_id=thread_id)
 
     async def is_running(self, thread_id: str) -> bool:
         """True while a run of ``thread_id`` is live (in this process, or in any worker with Redis)."""
-        return thread_id in self._tasks or await self.bus.is_live(thread_id)
+        return thread_id in self.runs.tasks or await self.bus.is_live(thread_id)
 
     def subscribe(self, thread_id: str) -> AsyncIterator[RunEvent]:
         """Live events of the thread's current run (empty if none); see ``RunBus.subscribe``."""
         return self.bus.subscribe(thread_id)
 
-    # ------------------------------------------------------------------ writing
-    def _lock(self, thread_id: str) -> asyncio.Lock:
-        return self._locks.setdefault(thread_id, asyncio.Lock())
-
-    async def _touch_thread(self, thread_id: str, *, owner: str | None, title: str | None = None, pending: bool | None = None) -> None:
-        async with self._session() as session:
-            record = await session.get(ThreadRecord, thread_id)
-            if record is None:
-                record = ThreadRecord(thread_id=thread_id, owner=owner, title=_title_from(title or ""))
-            elif title and record.title == "New chat":
-                record.title = _title_from(title)
-            record.updated_at = utcnow()
-            if pending is not None:
-                record.pending_review = pending
-            session.add(record)
-            await session.commit()
-
-    async def _record_review_requested(self, review: PendingReview) -> None:
-        """Write the review's "requested" row once per interrupt (case C6), however often it is read."""
-        async with self._session() as session:
-            if await session.get(ReviewRequestRecord, review.interrupt_id) is not None:
-                return
-            session.add(
-                ReviewRequestRecord(
-                    interrupt_id=review.interrupt_id,
-                    thread_id=review.thread_id,
-                    action_count=len(review.action_requests),
-                    tool_names=",".join(a.name for a in review.action_requests)[:2000],
-                )
-            )
-            try:
-                await session.commit()
-            except IntegrityError:
-                await session.rollback()
-
-    async def _pending(self, thread_id: str) -> ThreadView:
-        snapshot = await self.graph.aget_state(self.config(thread_id))
-        return thread_view_from_snapshot(thread_id, snapshot)
-
+    # ------------------------------------------------------------------ acting
+    @_refused_when_unavailable
     async def start_turn(self, thread_id: str, text: Any, *, owner: str | None = None) -> str:
         """Start a run for a new user message; returns the run id.
 
         Raises:
             ThreadError: ``empty`` / ``too_large`` message, ``busy`` (a run is streaming),
-                ``review_pending`` (decide the open review first), access errors.
+                ``review_pending`` (decide the open review first), ``db_unavailable``, access errors.
         """
         if not isinstance(text, str) or not text.strip():
             raise ThreadError("Type a message first.", code="empty")
@@ -243,89 +182,68 @@ class ThreadService:
                 f"That message is too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}).",
                 code="too_large",
             )
-        async with _database_errors():
-            return await self._start_turn(thread_id, text, owner)
-
-    async def _start_turn(self, thread_id: str, text: str, owner: str | None) -> str:
-        await self.check_access(thread_id, owner)
+        thread_owner = await self.check_access(thread_id, owner)
         async with self._lock(thread_id):
             await self._refuse_if_busy(thread_id)
-            view = await self._pending(thread_id)
+            view = await self._read(thread_id)
             if view.pending is not None:
+                n = len(view.pending.action_requests)
                 raise ThreadError(
-                    "Decide the pending review first: the agent is waiting on "
-                    + (f"{n} actions." if (n := len(view.pending.action_requests)) != 1 else "1 action."),
+                    f"Decide the pending review first: the agent is waiting on {n} action{'s' if n != 1 else ''}.",
                     code="review_pending",
                 )
-            await self._touch_thread(thread_id, owner=owner, title=text)
-            return await self._launch(thread_id, {"messages": [{"role": "user", "content": text}]}, "turn")
+            async with self._session() as session:
+                await threads.touch_thread(session=session, thread_id=thread_id, owner=owner, title=text)
+            inp = {"messages": [{"role": "user", "content": text}]}
+            return await self.runs.launch(thread_id, inp, "turn", owner=thread_owner)
 
+    @_refused_when_unavailable
     async def submit_review(
-        self,
-        thread_id: str,
-        interrupt_id: Any,
-        decisions: Any,
-        *,
-        reviewer: str,
-        owner: str | None = None,
+        self, thread_id: str, interrupt_id: Any, decisions: Any, *, reviewer: str, owner: str | None = None
     ) -> str:
-        """Validate decisions against the pending interrupt, record them, resume; returns the run id.
+        """Validate decisions against the pending interrupt, claim them, resume; returns the run id.
 
-        Exactly one submission per interrupt wins: the audit rows are unique per
-        (interrupt, action), inserted before resuming; a loser gets ``ReviewError(code="stale")``.
+        Exactly one submission per interrupt wins: the audit rows are unique per (interrupt,
+        action) and inserted before resuming; a loser gets ``ReviewError(code="stale")``.
 
         Raises:
             ReviewError: the submission was refused (nothing ran; the review stays answerable).
-            ThreadError: access errors, ``busy``, or ``db_unavailable``.
+            ThreadError: access errors, ``busy``, ``db_unavailable`` (before the claim), or
+                ``not_started`` (the run could not start after the claim; the message says when
+                the review can be answered again).
         """
-        async with _database_errors():
-            return await self._submit_review(thread_id, interrupt_id, decisions, reviewer=reviewer, owner=owner)
-
-    async def _submit_review(self, thread_id: str, interrupt_id: Any, decisions: Any, *, reviewer: str, owner: str | None) -> str:
-        await self.check_access(thread_id, owner)
+        thread_owner = await self.check_access(thread_id, owner)
         async with self._lock(thread_id):
             if await self.is_running(thread_id):
-                raise ReviewError("This review was already decided (the agent went on with those decisions).", code="stale")
-            view = await self._pending(thread_id)
-            payload = validate_submission(view.pending, interrupt_id, decisions, self.validators)
-            review = view.pending
-            assert review is not None
-            await self._record_review_requested(review)
-            await self._claim(review, payload, reviewer=reviewer)
-            try:
-                run_id = await self._launch(
-                    thread_id,
-                    Command(resume={review.interrupt_id: {"decisions": payload}}),
-                    "resume",
-                    claimed=review.interrupt_id,
-                )
-            except ThreadError:
-                await self._release_claim(review.interrupt_id)
-                raise ReviewError("This review was already decided (the agent went on with those decisions).", code="stale") from None
+                raise ReviewError(_STALE, code="stale")
+            review = (await self._read(thread_id)).pending
+            typed = validate_submission(review, interrupt_id, decisions, self.validators)
+            assert review is not None  # validate_submission refuses a missing review
+            await self._claim(review, typed, reviewer)
+            run_id = await self._resume(review, typed, thread_owner)
             try:  # the claim is made and the run started: a lagging sidebar index must not fail it
-                await self._touch_thread(thread_id, owner=owner, pending=False)
-            except (OperationalError, InterfaceError, sqlite3.OperationalError) as exc:
-                log.warning("thread index not updated for %s: %s", thread_id, exc)
+                async with self._session() as session:
+                    await threads.touch_thread(session=session, thread_id=thread_id, owner=owner, pending_review=False)
+            except _UNAVAILABLE as exc:
+                log.warning("thread index not updated for %s: %s", thread_id, type(exc).__name__)
             return run_id
 
+    @_refused_when_unavailable
     async def continue_run(self, thread_id: str, *, owner: str | None = None) -> str:
         """Re-run an incomplete or failed thread from its last checkpoint (the Retry button).
 
-        Raises ThreadError(``busy`` | ``nothing_to_continue`` | ``review_pending`` | ``db_unavailable``).
+        Raises ThreadError(``busy`` | ``nothing_to_continue`` | ``review_pending`` |
+        ``db_unavailable``), or an access error.
         """
-        async with _database_errors():
-            return await self._continue_run(thread_id, owner)
-
-    async def _continue_run(self, thread_id: str, owner: str | None) -> str:
-        await self.check_access(thread_id, owner)
+        thread_owner = await self.check_access(thread_id, owner)
         async with self._lock(thread_id):
             await self._refuse_if_busy(thread_id)
-            view = await self._pending(thread_id)
+            view = await self._read(thread_id)
             if view.status == "review":
                 raise ThreadError("Decide the pending review first.", code="review_pending")
             if view.status not in ("incomplete", "failed"):
                 raise ThreadError("Nothing to continue: the last run finished.", code="nothing_to_continue")
-            return await self._launch(thread_id, None, "continue")
+            return await self.runs.launch(thread_id, None, "continue", owner=thread_owner)
 
     async def stop(self, thread_id: str, *, owner: str | None = None) -> bool:
         """Stop the thread's live run (the partial reply is dropped); True if one was running.
@@ -334,7 +252,7 @@ class ThreadService:
         5 s for it to end. Raises ThreadError for a thread of another browser (``check_access``).
         """
         await self.check_access(thread_id, owner)
-        task = self._tasks.get(thread_id)
+        task = self.runs.tasks.get(thread_id)
         if task is None:
             if not await self.bus.request_stop(thread_id):
                 return False
@@ -350,150 +268,83 @@ class ThreadService:
             pass
         return True
 
-    def _cancel_local(self, thread_id: str) -> None:
-        """Cancel this process's run of ``thread_id`` (a Stop request from another worker)."""
-        task = self._tasks.get(thread_id)
-        if task is not None:
-            task.cancel()
+    async def wait(self, thread_id: str, timeout: float = 30) -> None:
+        """Wait until this process's run of the thread ends, at most ``timeout`` seconds (tests, scripts)."""
+        await self.runs.wait(thread_id, timeout)
+
+    # ------------------------------------------------------------------ helpers
+    def _session(self) -> AsyncSession:
+        return AsyncSession(self.engines.async_, expire_on_commit=False)
+
+    def _lock(self, thread_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(thread_id, asyncio.Lock())
 
     async def _refuse_if_busy(self, thread_id: str) -> None:
         if await self.is_running(thread_id):
             raise ThreadError("The agent is still answering; wait for it or press Stop.", code="busy")
 
-    async def _claim(self, review: PendingReview, payload: list[dict[str, Any]], *, reviewer: str) -> None:
+    async def _read(self, thread_id: str) -> ThreadView:
+        """The thread's view from its checkpoint (never runs the graph)."""
+        return thread_view_from_snapshot(thread_id, await self.graph.aget_state(self.config(thread_id)))
+
+    async def _claim(self, review: PendingReview, decisions: list[AnyDecision], reviewer: str) -> None:
+        """Record the decisions as the review's claim. Raises ReviewError("stale") if it lost."""
         async with self._session() as session:
-            request = await session.get(ReviewRequestRecord, review.interrupt_id)
-            requested_at = request.requested_at if request else utcnow()
-            if requested_at.tzinfo is None:
-                requested_at = requested_at.replace(tzinfo=UTC)
-            now = utcnow()
-            for index, (action, decision) in enumerate(zip(review.action_requests, payload, strict=True)):
-                edited = decision.get("edited_action", {}).get("args") if decision["type"] == "edit" else None
-                session.add(
-                    AuditRecord(
-                        thread_id=review.thread_id,
-                        interrupt_id=review.interrupt_id,
-                        action_index=index,
-                        tool_call_id=review.tool_call_ids[index] if index < len(review.tool_call_ids) else None,
-                        tool_name=action.name,
-                        decision_type=decision["type"],
-                        args_proposed=action.args,
-                        args_executed=edited if edited is not None else (action.args if decision["type"] == "approve" else None),
-                        message=decision.get("message"),
-                        reviewer=reviewer[:100] or "anonymous",
-                        requested_at=requested_at,
-                        decided_at=now,
-                        waited_seconds=max(0.0, (now - requested_at).total_seconds()),
-                        checkpoint_id=review.checkpoint_id,
-                    )
-                )
-            if request is not None:
-                request.decided = True
-                session.add(request)
+            await reviews.record_review_requested(session=session, review=review)
             try:
-                await session.commit()
-            except IntegrityError:
-                await session.rollback()
+                await reviews.claim_review(session=session, review=review, decisions=decisions, reviewer=reviewer)
+            except reviews.AlreadyDecided:
                 raise ReviewError("This review was already decided.", code="stale") from None
 
-    async def _release_claim(self, interrupt_id: str) -> None:
-        """Undo a claim whose resume never reached the graph (the review is still pending)."""
+    async def _resume(self, review: PendingReview, decisions: list[AnyDecision], owner: str) -> str:
+        """Start the run that resumes ``review`` with ``decisions``; on ANY failure the claim is released.
+
+        Raises ReviewError("stale") when another worker's run holds the thread, ThreadError
+        ("not_started") for any other failure, and re-raises a cancellation after releasing.
+        """
+        command = Command(resume={review.interrupt_id: resume_value(decisions)})
+        try:
+            return await self.runs.launch(review.thread_id, command, "resume", owner=owner, claimed=review.interrupt_id)
+        except BaseException as exc:
+            released = await self._release_claim(review.interrupt_id)
+            if isinstance(exc, ThreadError):  # another worker's run holds the thread
+                raise ReviewError(_STALE, code="stale") from None
+            if not isinstance(exc, Exception):
+                raise
+            log.warning("run not started thread=%s: %s: %s", review.thread_id, type(exc).__name__, exc)
+            if released:
+                message = "The agent could not be started, so your decisions were not applied. Submit them again."
+            else:
+                message = (
+                    "The agent could not be started. The review will be answerable again in about "
+                    f"{int(STALE_CLAIM_S)} seconds: reload the thread then and decide again."
+                )
+            raise ThreadError(message, code="not_started") from exc
+
+    async def _release_claim(self, interrupt_id: str) -> bool:
+        """Release the claim on ``interrupt_id``; False when the database did not answer."""
+        try:
+            async with self._session() as session:
+                await reviews.release_claim(session=session, interrupt_id=interrupt_id)
+        except Exception:  # noqa: BLE001 - ``load`` releases it once it is stale
+            log.exception("review claim not released interrupt=%s", interrupt_id)
+            return False
+        return True
+
+    async def _note_review(self, review: PendingReview) -> None:
+        """Write the review's "requested" row; release an abandoned claim on it (no live run, older
+        than ``STALE_CLAIM_S``), re-checked under the thread lock against the checkpoint."""
+        thread_id = review.thread_id
         async with self._session() as session:
-            rows = (await session.exec(select(AuditRecord).where(AuditRecord.interrupt_id == interrupt_id))).all()
-            for row in rows:
-                await session.delete(row)
-            request = await session.get(ReviewRequestRecord, interrupt_id)
-            if request is not None:
-                request.decided = False
-                session.add(request)
-            await session.commit()
-
-    # ------------------------------------------------------------------ running
-    async def _launch(self, thread_id: str, inp: Any, kind: str, claimed: str | None = None) -> str:
-        run_id = uuid.uuid4().hex
-        if not await self.bus.acquire_lease(thread_id, run_id, kind):
-            raise ThreadError("The agent is still answering (in another window); wait for it or press Stop.", code="busy")
-        await self.bus.open(thread_id, run_id, kind)
-        task = asyncio.create_task(self._drive(thread_id, run_id, inp, claimed), name=f"run:{thread_id}")
-        self._tasks[thread_id] = task
-        return run_id
-
-    async def _drive(self, thread_id: str, run_id: str, inp: Any, claimed: str | None) -> None:
-        outcome, error = "finished", None
-        pending = ""
-        last_flush = 0.0
-        bus = self.bus
-
-        def flush() -> None:
-            nonlocal pending, last_flush
-            if pending:
-                bus.publish(thread_id, RunEvent(kind="text", run_id=run_id, delta=pending))
-                pending = ""
-            last_flush = time.monotonic()
-
-        async def ticker() -> None:
-            while True:
-                await asyncio.sleep(self.flush_interval)
-                if pending and time.monotonic() - last_flush >= self.flush_interval:
-                    flush()
-
-        tick = asyncio.create_task(ticker())
-        try:
-            run = await self.graph.astream_events(inp, self.config(thread_id), version="v3")
-            async with run:
-                async for message in run.messages:
-                    async for token in message.text:
-                        pending += token
-                        if time.monotonic() - last_flush >= self.flush_interval:
-                            flush()
-                    flush()
-                    bus.publish(thread_id, RunEvent(kind="boundary", run_id=run_id))
-                if await run.interrupted():
-                    outcome = "interrupted"
-        except asyncio.CancelledError:
-            outcome = "stopped"
-        except Exception as exc:  # noqa: BLE001 - any model/tool/database error ends the run visibly
-            outcome, error = "failed", describe_run_error(exc)
-            log.warning("run failed thread=%s run=%s: %s", thread_id, run_id, error)
-        finally:
-            tick.cancel()
-            flush()
-        view: ThreadView | None = None
-        try:
-            view = await self._pending(thread_id)
-            if claimed and view.pending is not None and view.pending.interrupt_id == claimed:
-                await self._release_claim(claimed)
-            if outcome == "failed" and view.error is None and error:
-                view = view.model_copy(update={"error": error})
-        except Exception as exc:  # noqa: BLE001
-            log.exception("could not read back thread %s after run", thread_id)
-            view = None
-            if outcome != "failed":
-                outcome, error = "failed", f"{type(exc).__name__}: {exc}"
-        # The tabs get the result first (the card's latency, issue 5); the index rows are written
-        # after, under the thread lock, so a submission or a new turn waits for them, and
-        # ``list_threads`` waits for them through ``_settling``.
-        settled = asyncio.get_running_loop().create_future()
-        self._settling[thread_id] = settled
-        try:
-            async with self._lock(thread_id):
-                self._tasks.pop(thread_id, None)
-                bus.publish(thread_id, RunEvent(kind="ended", run_id=run_id, outcome=outcome, error=error, view=view))
-                if view is not None:
-                    try:
-                        if view.pending is not None:
-                            await self._record_review_requested(view.pending)
-                        await self._touch_thread(thread_id, owner=None, pending=view.pending is not None)
-                    except Exception:  # noqa: BLE001 - the run's result is already shown; the index lags
-                        log.exception("thread index not updated after run thread=%s", thread_id)
-        finally:
-            self._tasks.pop(thread_id, None)
-            if self._settling.get(thread_id) is settled:
-                del self._settling[thread_id]
-            settled.set_result(None)
-
-    async def wait(self, thread_id: str, timeout: float = 30) -> None:
-        """Wait until the thread's live run (if any) ends (for tests and scripts)."""
-        task = self._tasks.get(thread_id)
-        if task is not None:
-            await asyncio.wait_for(asyncio.shield(task), timeout)
+            await reviews.record_review_requested(session=session, review=review)
+            if await self.is_running(thread_id) or not await reviews.is_claimed(session=session, interrupt_id=review.interrupt_id):
+                return
+        async with self._lock(thread_id):
+            current = (await self._read(thread_id)).pending
+            if await self.is_running(thread_id) or current is None or current.interrupt_id != review.interrupt_id:
+                return
+            cutoff = utcnow() - timedelta(seconds=STALE_CLAIM_S)
+            async with self._session() as session:
+                released = await reviews.release_claim(session=session, interrupt_id=review.interrupt_id, claimed_before=cutoff)
+        if released:
+            log.warning("released an abandoned review claim thread=%s interrupt=%s", thread_id, review.interrupt_id)

@@ -1,6 +1,6 @@
 """Read a thread from its checkpoint: message views, the pending review, the run status.
 
-These are the small typed views the UI renders (habit 5 of ../shared/style.md: table and graph
+These are the small typed views the UI renders (table and graph
 objects are not handed to the UI). Reading never runs the graph.
 """
 
@@ -12,9 +12,9 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
-from hitl_app.threads.errors import describe_error_text, describe_run_error
 from hitl_app.review.tool_messages import Edited, Plain, Rejected, Responded, Stopped, read_tool_message
-from hitl_app.review.types import ActionRequest, PendingReview, ReviewConfig
+from hitl_app.review.types import PendingReview, describe_interrupt, parse_hitl_request
+from hitl_app.threads.errors import describe_error_text, describe_run_error
 
 Outcome = Literal["executed", "edited", "rejected", "answered", "error", "stopped"]
 ThreadStatus = Literal["idle", "review", "incomplete", "failed"]
@@ -52,8 +52,8 @@ class ThreadView(BaseModel):
     """A thread as loaded from its checkpoint.
 
     ``status``: ``review`` (a review is pending), ``incomplete`` (the last run stopped before it
-    finished: Continue re-runs from the checkpoint), ``failed`` (the last run raised: ``error``
-    says why), or ``idle``.
+    finished: Continue re-runs from the checkpoint), ``failed`` (the last run raised, or the agent
+    paused with an interrupt that is not a tool-call review: ``error`` says which), or ``idle``.
     """
 
     thread_id: str
@@ -88,7 +88,7 @@ def message_views(messages: list[BaseMessage]) -> list[MessageView]:
     """Map checkpointed messages to views (system messages are skipped).
 
     Text is read with ``message.text``, which works for both string content and v3 content
-    blocks (FINDINGS.md §4 pitfall).
+    blocks (reading ``content`` directly would show the raw block list).
     """
     calls: dict[str, ToolCallView] = {}
     out: list[MessageView] = []
@@ -123,28 +123,21 @@ def message_views(messages: list[BaseMessage]) -> list[MessageView]:
 def pending_review_from_interrupts(
     thread_id: str, interrupts: Any, messages: list[BaseMessage], checkpoint_id: str | None = None
 ) -> PendingReview | None:
-    """Build the pending review from a snapshot's interrupts (the first HITL-shaped one).
+    """Build the pending review from a snapshot's interrupts (the first HITL request among them).
 
     The tool call id of each action request is matched, in order, against the last assistant
     message's tool calls with the same name and arguments (auto-approved calls are skipped).
-    Returns ``None`` when nothing is pending or the interrupt is not a HITL request.
+    Returns ``None`` when nothing is pending or no interrupt is a HITL request (see
+    ``unanswerable_interrupt`` for those).
     """
     for intr in interrupts or ():
-        value = getattr(intr, "value", None)
-        if not isinstance(value, dict) or "action_requests" not in value:
+        request = parse_hitl_request(getattr(intr, "value", None))
+        if request is None:
             continue
-        actions = tuple(
-            ActionRequest(name=a["name"], args=dict(a.get("args") or {}), description=a.get("description") or "")
-            for a in value["action_requests"]
-        )
-        configs = tuple(
-            ReviewConfig(action_name=c["action_name"], allowed_decisions=tuple(c["allowed_decisions"]))
-            for c in value.get("review_configs", [])
-        )
         last_ai = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
         remaining = list(last_ai.tool_calls) if last_ai else []
         ids: list[str | None] = []
-        for action in actions:
+        for action in request.action_requests:
             found = None
             for j, tc in enumerate(remaining):
                 if tc["name"] == action.name and (tc.get("args") or {}) == action.args:
@@ -155,11 +148,28 @@ def pending_review_from_interrupts(
         return PendingReview(
             thread_id=thread_id,
             interrupt_id=intr.id,
-            action_requests=actions,
-            review_configs=configs,
+            action_requests=request.action_requests,
+            review_configs=request.review_configs,
             tool_call_ids=tuple(ids),
             checkpoint_id=checkpoint_id,
         )
+    return None
+
+
+def unanswerable_interrupt(interrupts: Any) -> str | None:
+    """A readable notice for a pending interrupt that is not a HITL request, else ``None``.
+
+    A custom agent may call ``interrupt(...)`` with any value; this app can only answer
+    ``HumanInTheLoopMiddleware`` requests, so the thread shows what the agent asked instead of
+    approval cards.
+    """
+    for intr in interrupts or ():
+        value = getattr(intr, "value", None)
+        if parse_hitl_request(value) is None:
+            return (
+                "The agent paused with a request this app cannot answer (it is not a tool-call "
+                f"review): {describe_interrupt(value)}"
+            )
     return None
 
 
@@ -188,6 +198,8 @@ def thread_view_from_snapshot(thread_id: str, snapshot: Any) -> ThreadView:
         ),
         None,
     )
+    if pending is None and error is None:
+        error = unanswerable_interrupt(snapshot.interrupts)
     if pending is not None:
         status: ThreadStatus = "review"
     elif error:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, Field
 
-from hitl_app.review import MAX_EDIT_JSON_CHARS, ActionRequest, PendingReview, ReviewConfig, ReviewError
+from hitl_app.review import (
+    MAX_EDIT_JSON_CHARS,
+    ActionRequest,
+    EditDecision,
+    PendingReview,
+    RejectDecision,
+    ReviewConfig,
+    ReviewError,
+    resume_value,
+)
 from hitl_app.review.validate import parse_args_json, pydantic_args_validator, validate_submission
 
 
@@ -46,7 +55,9 @@ def test_valid_submission_keeps_the_order_and_drops_empty_fields():
         [{"type": "edit", "edited_action": {"name": "send_email", "args": {**EMAIL, "to": "bob@example.com"}}}, {"type": "reject"}],
         VALIDATORS,
     )
-    assert out == [
+    assert isinstance(out[0], EditDecision) and isinstance(out[1], RejectDecision)
+    assert out[0].edited_action.args["to"] == "bob@example.com" and out[1].message is None
+    assert resume_value(out)["decisions"] == [
         {"type": "edit", "edited_action": {"name": "send_email", "args": {**EMAIL, "to": "bob@example.com"}}},
         {"type": "reject"},
     ]

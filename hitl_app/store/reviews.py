@@ -1,0 +1,156 @@
+"""Reviews in the app database: the "requested" row, the exactly-once claim, the audit read.
+
+Keyword-only functions taking an ``AsyncSession``; the writers commit.
+
+The claim: ``claim_review`` inserts one ``AuditRecord`` per decision in one transaction.
+``(interrupt_id, action_index)`` is unique, so of any number of concurrent claims on one interrupt
+(tabs, retries, worker processes) exactly one commits; the others get ``AlreadyDecided``. The
+claim is made before the graph is resumed; ``release_claim`` undoes it when the resume never
+reached the checkpoint, so the review stays answerable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, delete, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from hitl_app.review.types import AnyDecision, PendingReview, decision_message, executed_args
+from hitl_app.store.tables import AuditRecord, ReviewRequestRecord, utcnow
+
+REVIEWER_CHARS = 100
+"""Longest reviewer name stored, in characters."""
+
+
+class AlreadyDecided(Exception):
+    """Another submission claimed this interrupt first (nothing was written by this one)."""
+
+
+@dataclass(frozen=True)
+class AuditEntry:
+    """A decision as shown under its tool call (times aware UTC, ``waited_seconds`` in seconds)."""
+
+    tool_call_id: str | None
+    tool_name: str
+    decision_type: str
+    reviewer: str
+    decided_at: datetime
+    waited_seconds: float
+    message: str | None
+
+
+async def record_review_requested(*, session: AsyncSession, review: PendingReview) -> None:
+    """Write the review's "requested" row once per interrupt, however often it is read; commits."""
+    if await session.get(ReviewRequestRecord, review.interrupt_id) is not None:
+        return
+    session.add(
+        ReviewRequestRecord(
+            interrupt_id=review.interrupt_id,
+            thread_id=review.thread_id,
+            action_count=len(review.action_requests),
+            tool_names=",".join(a.name for a in review.action_requests)[:2000],
+        )
+    )
+    try:
+        await session.commit()
+    except IntegrityError:  # another reader wrote it first
+        await session.rollback()
+
+
+async def claim_review(
+    *,
+    session: AsyncSession,
+    review: PendingReview,
+    decisions: list[AnyDecision],
+    reviewer: str,
+    now: datetime | None = None,
+) -> None:
+    """Record ``decisions`` (one per action request, in order) as the review's audit rows; commits.
+
+    Args:
+        review: the pending review the decisions answer.
+        reviewer: the reviewer's name (cut to ``REVIEWER_CHARS``; empty becomes ``anonymous``).
+        now: the decision time (aware UTC; default: now). ``waited_seconds`` counts from the
+            "requested" row (or from ``now`` when there is none).
+
+    Raises:
+        AlreadyDecided: the interrupt was claimed already (by anyone, in any process).
+        ValueError: ``decisions`` and the action requests differ in length.
+    """
+    now = now or utcnow()
+    request = await session.get(ReviewRequestRecord, review.interrupt_id)
+    requested_at = request.requested_at if request is not None else now
+    ids = review.tool_call_ids
+    for index, (action, decision) in enumerate(zip(review.action_requests, decisions, strict=True)):
+        session.add(
+            AuditRecord(
+                thread_id=review.thread_id,
+                interrupt_id=review.interrupt_id,
+                action_index=index,
+                tool_call_id=ids[index] if index < len(ids) else None,
+                tool_name=action.name,
+                decision_type=decision.type,
+                args_proposed=action.args,
+                args_executed=executed_args(decision, action.args),
+                message=decision_message(decision),
+                reviewer=reviewer[:REVIEWER_CHARS] or "anonymous",
+                requested_at=requested_at,
+                decided_at=now,
+                waited_seconds=max(0.0, (now - requested_at).total_seconds()),
+                checkpoint_id=review.checkpoint_id,
+            )
+        )
+    if request is not None:
+        request.decided = True
+        session.add(request)
+    try:
+        await session.commit()
+    except IntegrityError:
+        await session.rollback()
+        raise AlreadyDecided(review.interrupt_id) from None
+
+
+async def release_claim(
+    *, session: AsyncSession, interrupt_id: str, claimed_before: datetime | None = None
+) -> int:
+    """Undo the claim on ``interrupt_id`` (its audit rows go; the review is answerable again); commits.
+
+    Args:
+        claimed_before: only release a claim made before this time (aware UTC), e.g. a claim left
+            by a worker that died; a newer claim may belong to a run that is still starting.
+
+    Returns:
+        How many audit rows were deleted (0: nothing was claimed, or the claim is too new).
+    """
+    stmt = delete(AuditRecord).where(col(AuditRecord.interrupt_id) == interrupt_id)
+    if claimed_before is not None:
+        stmt = stmt.where(col(AuditRecord.decided_at) < claimed_before)
+    deleted = (await session.exec(stmt)).rowcount  # type: ignore[call-overload]
+    if deleted:
+        request = await session.get(ReviewRequestRecord, interrupt_id)
+        if request is not None:
+            request.decided = False
+            session.add(request)
+    await session.commit()
+    return int(deleted or 0)
+
+
+async def is_claimed(*, session: AsyncSession, interrupt_id: str) -> bool:
+    """True when audit rows (a claim) exist for ``interrupt_id``."""
+    stmt = select(AuditRecord.id).where(AuditRecord.interrupt_id == interrupt_id).limit(1)
+    return (await session.exec(stmt)).first() is not None
+
+
+async def audit_for_thread(*, session: AsyncSession, thread_id: str) -> dict[str, AuditEntry]:
+    """Decisions recorded for ``thread_id``, keyed by tool call id (rows without one are left out)."""
+    rows = (await session.exec(select(AuditRecord).where(AuditRecord.thread_id == thread_id))).all()
+    return {
+        r.tool_call_id: AuditEntry(
+            r.tool_call_id, r.tool_name, r.decision_type, r.reviewer, r.decided_at, r.waited_seconds, r.message
+        )
+        for r in rows
+        if r.tool_call_id
+    }

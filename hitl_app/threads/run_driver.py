@@ -1,0 +1,202 @@
+"""Runs as server tasks: start one, stream it to the bus, read the thread back, settle the index.
+
+A run is one pass of the agent (a new user message, a resume with decisions, or a Continue). It
+executes in a task owned by this process, not by a browser tab; tabs follow it on the ``RunBus``:
+``started``, batched ``text`` deltas, a ``boundary`` after each model message, and ``ended`` with
+the outcome and the thread as checkpointed afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from typing import Any, Literal
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from hitl_app.store.reviews import record_review_requested, release_claim
+from hitl_app.store.threads import touch_thread
+from hitl_app.threads.bus import RunBus, RunEvent
+from hitl_app.threads.errors import describe_run_error
+from hitl_app.threads.text_batcher import FLUSH_INTERVAL_S, TextBatcher
+from hitl_app.threads.types import ThreadError
+from hitl_app.threads.views import ThreadView, thread_view_from_snapshot
+
+log = logging.getLogger("hitl_app.threads")
+
+RunKind = Literal["turn", "resume", "continue"]
+"""What started a run: a user message, a resume with decisions, or Continue/Retry."""
+RunOutcome = Literal["finished", "interrupted", "failed", "stopped"]
+"""How a run ended (``RunEvent.outcome`` of its ``ended`` event)."""
+
+
+def thread_config(thread_id: str, owner: str | None = None) -> dict[str, Any]:
+    """The LangGraph config of a thread: ``{"configurable": {"thread_id", "owner"?}}``.
+
+    ``owner`` (the thread's owner, ``""`` when unknown) is given to runs so tools can read it from
+    ``ToolRuntime.config["configurable"].get("owner", "")``; reads leave it out.
+    """
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if owner is not None:
+        configurable["owner"] = owner
+    return {"configurable": configurable}
+
+
+class RunDriver:
+    """Starts and drives the runs of one graph; at most one live run per thread in this process.
+
+    Args:
+        graph: the compiled agent (with its checkpointer).
+        bus: where run events go (in-process or Redis).
+        session: opens an ``AsyncSession`` on the app database.
+        lock_for: the thread's lock, shared with the service: a run's index rows are written
+            under it, so a submission or a new turn waits for them.
+        flush_interval: seconds between streamed text deltas (``TextBatcher``).
+
+    Attributes:
+        tasks: thread id -> the task of its live run in this process.
+        settling: thread id -> a future done once the ended run's index rows are written.
+    """
+
+    def __init__(
+        self,
+        *,
+        graph: Any,
+        bus: RunBus,
+        session: Callable[[], AsyncSession],
+        lock_for: Callable[[str], asyncio.Lock],
+        flush_interval: float = FLUSH_INTERVAL_S,
+    ) -> None:
+        self.graph = graph
+        self.bus = bus
+        self.flush_interval = flush_interval
+        self._session = session
+        self._lock_for = lock_for
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.settling: dict[str, asyncio.Future[None]] = {}
+
+    async def launch(
+        self, thread_id: str, inp: Any, run_kind: RunKind, *, owner: str, claimed: str | None = None
+    ) -> str:
+        """Take the thread's run lease and start a run task; returns the run id (32 hex chars).
+
+        Args:
+            inp: the graph input (``{"messages": [...]}``, a ``Command(resume=...)``, or ``None``).
+            owner: the thread's owner, put into the run config.
+            claimed: the interrupt id whose review claim this run carries; if the run ends with
+                that interrupt still pending, the claim is released.
+
+        Raises:
+            ThreadError: ``busy`` when another run of the thread holds the lease (another worker).
+            Exception: whatever the bus raises (e.g. a Redis connection error); nothing started.
+        """
+        run_id = uuid.uuid4().hex
+        if not await self.bus.acquire_lease(thread_id, run_id, run_kind):
+            raise ThreadError("The agent is still answering (in another window); wait for it or press Stop.", code="busy")
+        await self.bus.open(thread_id, run_id, run_kind)
+        config = thread_config(thread_id, owner)
+        task = asyncio.create_task(self._drive(thread_id, run_id, inp, config, claimed), name=f"run:{thread_id}")
+        self.tasks[thread_id] = task
+        return run_id
+
+    def cancel(self, thread_id: str) -> None:
+        """Cancel this process's run of ``thread_id`` (if any); the partial reply is dropped."""
+        task = self.tasks.get(thread_id)
+        if task is not None:
+            task.cancel()
+
+    async def _drive(self, thread_id: str, run_id: str, inp: Any, config: dict[str, Any], claimed: str | None) -> None:
+        try:
+            outcome, error = await self._stream(thread_id, run_id, inp, config)
+            view, outcome, error = await self._read_back(thread_id, outcome, error, claimed)
+            await self._settle(thread_id, run_id, outcome, error, view)
+        finally:
+            self.tasks.pop(thread_id, None)
+
+    async def _stream(self, thread_id: str, run_id: str, inp: Any, config: dict[str, Any]) -> tuple[RunOutcome, str | None]:
+        """Run the graph, publishing batched text and message boundaries; returns (outcome, error)."""
+        bus = self.bus
+        batcher = TextBatcher(
+            lambda text: bus.publish(thread_id, RunEvent(kind="text", run_id=run_id, delta=text)),
+            interval_s=self.flush_interval,
+        )
+        tick = asyncio.create_task(batcher.tick())
+        outcome: RunOutcome = "finished"
+        error: str | None = None
+        try:
+            run = await self.graph.astream_events(inp, config, version="v3")
+            async with run:
+                async for message in run.messages:
+                    async for token in message.text:
+                        batcher.append(token)
+                    batcher.flush()
+                    bus.publish(thread_id, RunEvent(kind="boundary", run_id=run_id))
+                if await run.interrupted():
+                    outcome = "interrupted"
+        except asyncio.CancelledError:
+            outcome = "stopped"
+        except Exception as exc:  # noqa: BLE001 - any model/tool/database error ends the run visibly
+            outcome, error = "failed", describe_run_error(exc)
+            log.warning("run failed thread=%s run=%s: %s", thread_id, run_id, error)
+        finally:
+            tick.cancel()
+            batcher.flush()
+        return outcome, error
+
+    async def _read_back(
+        self, thread_id: str, outcome: RunOutcome, error: str | None, claimed: str | None
+    ) -> tuple[ThreadView | None, RunOutcome, str | None]:
+        """The thread as checkpointed after the run; releases ``claimed`` if it is still pending."""
+        try:
+            view = thread_view_from_snapshot(thread_id, await self.graph.aget_state(thread_config(thread_id)))
+        except Exception as exc:  # noqa: BLE001 - the run's end must still be announced
+            log.exception("could not read back thread %s after run", thread_id)
+            return None, "failed", error if outcome == "failed" else describe_run_error(exc)
+        if claimed and view.pending is not None and view.pending.interrupt_id == claimed:
+            # the resume never reached the checkpoint: the review must stay answerable
+            try:
+                async with self._session() as session:
+                    await release_claim(session=session, interrupt_id=claimed)
+            except Exception:  # noqa: BLE001 - ThreadService.load releases it later
+                log.exception("review claim not released thread=%s interrupt=%s", thread_id, claimed)
+        if outcome == "failed" and view.error is None and error:
+            view = view.model_copy(update={"error": error})
+        return view, outcome, error
+
+    async def _settle(
+        self, thread_id: str, run_id: str, outcome: RunOutcome, error: str | None, view: ThreadView | None
+    ) -> None:
+        """Announce the end to the tabs first (the card's latency), then write the index rows under
+        the thread lock; ``settling`` lets ``list_threads`` wait for those rows."""
+        settled = asyncio.get_running_loop().create_future()
+        self.settling[thread_id] = settled
+        try:
+            async with self._lock_for(thread_id):
+                self.tasks.pop(thread_id, None)
+                self.bus.publish(thread_id, RunEvent(kind="ended", run_id=run_id, outcome=outcome, error=error, view=view))
+                if view is not None:
+                    await self._write_index(thread_id, view)
+        finally:
+            if self.settling.get(thread_id) is settled:
+                del self.settling[thread_id]
+            settled.set_result(None)
+
+    async def _write_index(self, thread_id: str, view: ThreadView) -> None:
+        try:
+            async with self._session() as session:
+                if view.pending is not None:
+                    await record_review_requested(session=session, review=view.pending)
+                await touch_thread(session=session, thread_id=thread_id, owner=None, pending_review=view.pending is not None)
+        except Exception:  # noqa: BLE001 - the run's result is already shown; the index lags
+            log.exception("thread index not updated after run thread=%s", thread_id)
+
+    async def wait(self, thread_id: str, timeout_s: float = 30) -> None:
+        """Wait until this process's run of ``thread_id`` (if any) ends, at most ``timeout_s`` seconds.
+
+        Raises TimeoutError when it is still running after ``timeout_s``.
+        """
+        task = self.tasks.get(thread_id)
+        if task is not None:
+            await asyncio.wait_for(asyncio.shield(task), timeout_s)
