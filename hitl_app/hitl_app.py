@@ -18,6 +18,7 @@ from hitl_app.logsafe import log_frontend_report, quiet_noisy_loggers
 from hitl_app.runtime import open_runtime
 from hitl_app.ui.audit_state import AuditState
 from hitl_app.ui.components.audit import audit_page
+from hitl_app.ui.debug_hooks import probe_routes
 from hitl_app.ui.pages import IndexState, index, thread_page
 from hitl_app.ui.state import LIVE_JS, ChatState
 
@@ -64,7 +65,8 @@ def with_security_headers(asgi_app):
 app = rx.App(
     head_components=[rx.script(LIVE_JS)],
     frontend_exception_handler=frontend_exception_handler,
-    api_transformer=with_security_headers,
+    # the test-only probe routes (HITL_TEST_HOOKS=1) sit inside the security headers
+    api_transformer=[t for t in (probe_routes(), with_security_headers) if t is not None],
 )
 app.register_lifespan_task(lifespan)
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
