@@ -29,9 +29,9 @@ import aiohttp
 
 NS = "/_event"
 ROOT = "reflex___state____state"
-SESSION = f"{ROOT}.hitl_app___ui___state____session_state"
-CHAT = f"{SESSION}.hitl_app___ui___state____chat_state"
-REVIEW = f"{CHAT}.hitl_app___ui___state____review_state"
+SESSION = f"{ROOT}.hitl_app___ui___state___session____session_state"
+CHAT = f"{SESSION}.hitl_app___ui___state___chat____chat_state"
+REVIEW = f"{SESSION}.hitl_app___ui___state___review____review_state"
 SUFFIX = "_rx_state_"
 
 
@@ -87,7 +87,7 @@ class ReflexClient:
             raise RuntimeError(f"unexpected engine.io open: {first[:100]}")
         hydrate = self._event(f"{ROOT}.hydrate_and_load", {})
         # the browser keeps its id in localStorage and sends it with every event; the first
-        # SessionState.ensure_identity would otherwise make a new one
+        # SessionState._ensure_identity would otherwise make a new one
         await self.ws.send_str(f"40{NS}," + json.dumps({"event": hydrate}))
         self._reader = asyncio.create_task(self._read())
         await self.wait_for(lambda: self.get(ROOT, "is_hydrated") is True, timeout=30)
@@ -172,7 +172,7 @@ class ReflexClient:
             self._changed.set()
 
     def _script(self, code: str, now: float) -> None:
-        """An append-only live delta: ``hitlLive([key, seq, text(, 1 = reset)])`` (hitl_app.ui.state.live_script)."""
+        """An append-only live delta: ``hitlLive([key, seq, text(, 1 = reset)])`` (hitl_app.ui.state.live.live_script)."""
         if not code.startswith("hitlLive(") or not code.endswith(")"):
             return
         args = json.loads(code[len("hitlLive(") : -1])

@@ -19,8 +19,9 @@ from hitl_app.runtime import open_runtime
 from hitl_app.ui.audit_state import AuditState
 from hitl_app.ui.components.audit import audit_page
 from hitl_app.ui.debug_hooks import probe_routes
-from hitl_app.ui.pages import IndexState, index, thread_page
-from hitl_app.ui.state import LIVE_JS, ChatState
+from hitl_app.ui.pages import index, thread_page
+from hitl_app.ui.state import ChatState, IndexState
+from hitl_app.ui.state.live import LIVE_JS_SRC, STICK_TO_BOTTOM_JS_SRC
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 quiet_noisy_loggers()
@@ -58,12 +59,17 @@ def _static_dir() -> Path:
 
 
 def with_security_headers(asgi_app):
-    """Wrap the whole backend (pages, static files, API routes) in ``SecurityHeaders``."""
-    return SecurityHeaders(asgi_app, _static_dir(), extra_scripts=[LIVE_JS])
+    """Wrap the whole backend (pages, static files, API routes) in ``SecurityHeaders``.
+
+    The app's own scripts are files under ``assets/js`` (``script-src 'self'``): no inline
+    script beyond the build's needs a hash."""
+    return SecurityHeaders(asgi_app, _static_dir())
 
 
+# plain <script src> in the document head (pre-rendered, so they run before the app's code and
+# before any server call can use them)
 app = rx.App(
-    head_components=[rx.script(LIVE_JS)],
+    head_components=[rx.el.script(src=LIVE_JS_SRC), rx.el.script(src=STICK_TO_BOTTOM_JS_SRC)],
     frontend_exception_handler=frontend_exception_handler,
     # the test-only probe routes (HITL_TEST_HOOKS=1) sit inside the security headers
     api_transformer=[t for t in (probe_routes(), with_security_headers) if t is not None],

@@ -72,7 +72,7 @@ class AuditState(SessionState):
     @rx.event
     async def load(self) -> None:
         """on_load of /audit: the options from all of this browser's decisions, then the rows."""
-        self.ensure_identity()
+        self._ensure_identity()
         try:
             everything = await audit.list_decisions(engine=get_runtime().engines.async_, owner=self.browser_id)
         except Exception as exc:  # noqa: BLE001 - shown on the page

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
-
 import reflex as rx
 
 from hitl_app.ui import theme
@@ -11,15 +9,6 @@ from hitl_app.ui.components.chat import composer, thread_column
 from hitl_app.ui.components.sidebar import mobile_menu, reviewer_box, sidebar, workspace_panel
 from hitl_app.ui.state import ChatState, ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
-
-
-class IndexState(rx.State):
-    """``/`` has no content of its own: it opens a fresh thread."""
-
-    @rx.event
-    def open_new_thread(self):
-        """Redirect to a new thread URL."""
-        return rx.redirect(f"/thread/{uuid.uuid4()}", replace=True)
 
 
 def index() -> rx.Component:

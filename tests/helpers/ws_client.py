@@ -36,13 +36,13 @@ import socketio
 
 ROOT_STATE = "reflex___state____state"
 _MOD = "hitl_app___ui___state"
-SESSION = f"{ROOT_STATE}.{_MOD}____session_state"
+SESSION = f"{ROOT_STATE}.{_MOD}___session____session_state"
 STATE_PATHS: dict[str, str] = {
     "State": ROOT_STATE,
     "SessionState": SESSION,
-    "ThreadListState": f"{SESSION}.{_MOD}____thread_list_state",
-    "ChatState": f"{SESSION}.{_MOD}____chat_state",
-    "ReviewState": f"{SESSION}.{_MOD}____chat_state.{_MOD}____review_state",
+    "ThreadListState": f"{SESSION}.{_MOD}___thread_list____thread_list_state",
+    "ChatState": f"{SESSION}.{_MOD}___chat____chat_state",
+    "ReviewState": f"{SESSION}.{_MOD}___review____review_state",
 }
 """Short state name -> Reflex full state name (``State.get_full_name()``; checked in the tests)."""
 

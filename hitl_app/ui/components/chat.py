@@ -11,58 +11,11 @@ from hitl_app.ui.components.message import message
 from hitl_app.ui.state import COMPOSER_ID, ChatState
 
 
-STICK_TO_BOTTOM_JS = """
-(() => {
-  const box = document.getElementById('thread-scroll');
-  if (!box || box.__hitlStick) return;
-  box.__hitlStick = true;
-  let stick = true;
-  const gap = () => box.scrollHeight - box.scrollTop - box.clientHeight;
-  box.addEventListener('scroll', () => { stick = gap() < 120; }, {passive: true});
-  let panel = null;
-  let reveal = null;
-  let frame = 0;
-  // Layout is read and written here only, at most once per animation frame (the observer
-  // itself never reads layout: a streamed delta no longer forces a layout of its own).
-  const flush = () => {
-    frame = 0;
-    if (reveal) {
-      const p = reveal;
-      reveal = null;
-      if (p.isConnected) { p.scrollIntoView({block: 'nearest'}); stick = gap() < 120; return; }
-    }
-    if (stick && gap() > 1) box.scrollTop = box.scrollHeight;
-  };
-  const schedule = () => { if (!frame) frame = requestAnimationFrame(flush); };
-  const element = (r) => r.type === 'childList' && Array.prototype.some.call(r.addedNodes, (n) => n.nodeType === 1);
-  new MutationObserver((records) => {
-    // text appended to the live reply adds text nodes only: no review can have appeared
-    const current = (!records.some(element) && (!panel || panel.isConnected)) ? panel
-      : box.querySelector('[data-testid=review-panel]');
-    if (current && current !== panel) {
-      panel = current;
-      reveal = current;
-      schedule();
-      return;
-    }
-    panel = current;
-    const inPanel = (n) => current && current.contains(n.nodeType === 1 ? n : n.parentNode);
-    if (stick && !records.every((r) => inPanel(r.target))) schedule();
-  }).observe(box, {childList: true, subtree: true, characterData: true});
-  box.scrollTop = box.scrollHeight;
-})();
-"""
-"""Keeps the thread scrolled to its end while text streams in, unless the reader scrolled up; a new
-review is scrolled into view (its top first when it is taller than the screen); changes inside
-the review (opening an editor) never move the page. Scrolling is coalesced to one
-``requestAnimationFrame`` per frame, and nothing reads layout per mutation."""
-
-
 def streaming_bubble() -> rx.Component:
     """The reply being streamed: plain text (markdown is rendered once the message settles).
 
     The text element is keyed by ``ChatState.live_key`` and filled by ``window.hitlLive``
-    (``state.LIVE_JS``) from append-only deltas; React renders it once, empty, per bubble, and
+    (``assets/js/live.js``) from append-only deltas; React renders it once, empty, per bubble, and
     never re-renders the text. "Thinking…" is a CSS ``::before`` shown while it is empty (so it
     is not part of the bubble's text).
     """
@@ -162,7 +115,12 @@ def composer() -> rx.Component:
 
 
 def thread_column() -> rx.Component:
-    """Messages, stream, notices, review and composer, in reading order."""
+    """Messages, stream, notices, review and composer, in reading order.
+
+    On mount it calls ``window.hitlStickToBottom`` (``assets/js/stick_to_bottom.js``): the thread
+    stays scrolled to its end while text streams in, unless the reader scrolled up, and a new
+    review is scrolled into view.
+    """
     return rx.vstack(
         rx.cond(
             ChatState.load_error != "",
@@ -204,5 +162,5 @@ def thread_column() -> rx.Component:
         width="100%",
         align="stretch",
         data_testid="thread",
-        on_mount=rx.call_script(STICK_TO_BOTTOM_JS),
+        on_mount=rx.call_script("hitlStickToBottom()"),  # assets/js/stick_to_bottom.js
     )

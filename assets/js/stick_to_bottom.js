@@ -1,0 +1,44 @@
+// window.hitlStickToBottom(): keep the thread (#thread-scroll) scrolled to its end while text
+// streams in, unless the reader scrolled up; scroll a new review into view (its top first when it
+// is taller than the screen); never move the page for changes inside the review (opening an
+// editor). Scrolling is coalesced to one requestAnimationFrame per frame, and nothing reads layout
+// per mutation. Safe to call again: a box is set up once. Called when the thread column mounts.
+window.hitlStickToBottom = function () {
+  const box = document.getElementById('thread-scroll');
+  if (!box || box.__hitlStick) return;
+  box.__hitlStick = true;
+  let stick = true;
+  const gap = () => box.scrollHeight - box.scrollTop - box.clientHeight;
+  box.addEventListener('scroll', () => { stick = gap() < 120; }, {passive: true});
+  let panel = null;
+  let reveal = null;
+  let frame = 0;
+  // Layout is read and written here only, at most once per animation frame (the observer
+  // itself never reads layout: a streamed delta no longer forces a layout of its own).
+  const flush = () => {
+    frame = 0;
+    if (reveal) {
+      const p = reveal;
+      reveal = null;
+      if (p.isConnected) { p.scrollIntoView({block: 'nearest'}); stick = gap() < 120; return; }
+    }
+    if (stick && gap() > 1) box.scrollTop = box.scrollHeight;
+  };
+  const schedule = () => { if (!frame) frame = requestAnimationFrame(flush); };
+  const element = (r) => r.type === 'childList' && Array.prototype.some.call(r.addedNodes, (n) => n.nodeType === 1);
+  new MutationObserver((records) => {
+    // text appended to the live reply adds text nodes only: no review can have appeared
+    const current = (!records.some(element) && (!panel || panel.isConnected)) ? panel
+      : box.querySelector('[data-testid=review-panel]');
+    if (current && current !== panel) {
+      panel = current;
+      reveal = current;
+      schedule();
+      return;
+    }
+    panel = current;
+    const inPanel = (n) => current && current.contains(n.nodeType === 1 ? n : n.parentNode);
+    if (stick && !records.every((r) => inPanel(r.target))) schedule();
+  }).observe(box, {childList: true, subtree: true, characterData: true});
+  box.scrollTop = box.scrollHeight;
+};

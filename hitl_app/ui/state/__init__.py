@@ -1,0 +1,17 @@
+"""Reflex state, one module per concern.
+
+``SessionState`` (session.py): who this browser is (a random id kept in localStorage, used as the
+thread owner) and the reviewer's display name. ``ThreadListState`` (thread_list.py): the sidebar.
+``ChatState`` (chat.py): the open thread, its committed messages, the live streamed text and the
+tab's watcher. ``ReviewState`` (review.py): the approval cards of the pending review, a sibling of
+the chat state. live.py holds the append-only text calls and the one-watcher-per-tab registry.
+Handlers call ``hitl_app.threads``; no graph or SQL logic here. Every handler argument comes from
+the browser and is checked before use.
+"""
+
+from hitl_app.ui.state.chat import COMPOSER_ID, ChatState
+from hitl_app.ui.state.review import ReviewState
+from hitl_app.ui.state.session import SessionState
+from hitl_app.ui.state.thread_list import IndexState, ThreadListState
+
+__all__ = ["COMPOSER_ID", "ChatState", "IndexState", "ReviewState", "SessionState", "ThreadListState"]

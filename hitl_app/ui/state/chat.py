@@ -1,0 +1,357 @@
+"""The open thread: committed messages, the live streamed text, the run status and errors.
+
+The pending review's cards live in the sibling ``ReviewState``; this state reaches it through one
+helper, ``_review_state``, and only to hand it the thread's review (``ReviewState._show``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import uuid
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import reflex as rx
+
+from hitl_app.review import MAX_MESSAGE_CHARS
+from hitl_app.runtime import get_service
+from hitl_app.threads.service import ThreadError
+from hitl_app.threads.views import ThreadView
+from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, message_rows
+from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, live_script
+from hitl_app.ui.state.session import SessionState
+from hitl_app.ui.state.thread_list import ThreadListState
+from hitl_app.ui.workspace_state import WorkspaceState
+
+if TYPE_CHECKING:
+    from hitl_app.ui.state.review import ReviewState
+
+log = logging.getLogger("hitl_app.ui")
+
+COMPOSER_ID = "composer-text"
+"""DOM id of the composer's text area: cleared only once a message is accepted (a refused one stays)."""
+STOPPED_NOTICE = "Stopped. The partial reply was not kept; send a new message or press Continue."
+
+
+def _row_keys(rows: Any) -> list[tuple[str, ...]]:
+    return [(r.key, r.role, r.text, r.tool_name, r.outcome, r.args_json, r.result, r.audit) for r in rows]
+
+
+def _first_line(error: str | None) -> str:
+    """A run error as shown: its first line, at most 500 characters."""
+    return (error or "The run failed.").splitlines()[0][:500]
+
+
+class ChatState(SessionState):
+    """The open thread: committed messages, the live streamed text, run status and errors."""
+
+    tid: str = ""
+    messages: list[MessageRow] = []
+    hidden_count: int = 0
+    _start: int = -1
+    _audit_ids: list[str] = []
+    _audit_lines: dict[str, str] = {}
+    live_key: str = ""
+    streaming: bool = False
+    status: str = "idle"
+    notice: str = ""
+    run_error: str = ""
+    composer_error: str = ""
+    load_error: str = ""
+    worker_pid: str = ""
+    _watch_id: str = ""
+
+    @rx.var
+    def composer_locked(self) -> bool:
+        """The composer is locked while a run streams or a review is pending."""
+        return self.streaming or self.status == "review" or bool(self.load_error)
+
+    @rx.var
+    def lock_reason(self) -> str:
+        """Why the composer is locked, in plain words ("" when it is not)."""
+        if self.load_error:
+            return self.load_error
+        if self.streaming:
+            return "The agent is answering. Press Stop to end the run."
+        if self.status == "review":
+            return "The agent is waiting for your review above: decide every card, then submit."
+        return ""
+
+    @rx.var
+    def can_continue(self) -> bool:
+        """A Retry/Continue button is offered for a failed or incomplete run."""
+        return not self.streaming and self.status in ("failed", "incomplete")
+
+    # ---------------------------------------------------------------- the review beside the chat
+    async def _review_state(self) -> ReviewState:
+        """The tab's ``ReviewState`` (the one way this state reaches the review)."""
+        from hitl_app.ui.state.review import ReviewState  # the review state imports this module
+
+        return await self.get_state(ReviewState)
+
+    # ---------------------------------------------------------------- loading
+    async def _apply_view(self, view: ThreadView) -> None:
+        """Show ``view``: the window of message rows, the status and its notice, the review.
+
+        A run that failed while its review is still pending keeps the status "review" and its
+        error goes to the review panel (a Retry could not work: the review needs deciding).
+        """
+        self._show_rows(message_rows(view.messages, await self._audit_for(view)))
+        status = view.status
+        if status == "incomplete" and await get_service().is_running(view.thread_id):
+            status = "running"  # a run is live (e.g. a reload mid-stream): not a stopped one
+        self.status = status
+        if status == "failed":
+            self.run_error = _first_line(view.error)
+        elif status == "incomplete" and not self.run_error:
+            self.notice = "The last run stopped before it finished."
+        if status != "failed":
+            self.run_error = ""
+        if status != "incomplete":
+            self.notice = ""
+        review_error = _first_line(view.error) if status == "review" and view.error else None
+        (await self._review_state())._show(view.pending, error=review_error)
+
+    def _show_rows(self, rows: list[MessageRow]) -> None:
+        """Keep the window: rows from ``_start`` on (new rows append below; earlier ones on request)."""
+        if self._start < 0:
+            self._start = max(0, len(rows) - MESSAGE_PAGE)
+        self._start = min(self._start, max(0, len(rows) - MESSAGE_PAGE))
+        rows = rows[self._start :]
+        if self.hidden_count != self._start:
+            self.hidden_count = self._start
+        if _row_keys(rows) != _row_keys(self.messages):
+            self.messages = rows  # unchanged rows are not resent (the whole list goes on each change)
+
+    async def _audit_for(self, view: ThreadView) -> dict[str, Any]:
+        """The audit entries of the view's tool rows, queried only when a tool row is new to this tab.
+
+        Sound because a decision's audit row is written (the claim) before the graph resumes, so
+        before the tool message it explains exists: a tool row already seen has its entry already.
+        """
+        ids = [v.tool_call_id or "" for v in view.messages if v.role == "tool"]
+        known = set(self._audit_ids)
+        if all(i in known for i in ids):
+            return {i: line for i, line in self._audit_lines.items()}
+        audit = await get_service().audit_for_thread(view.thread_id)
+        self._audit_ids = ids
+        self._audit_lines = {i: audit_line(e) for i, e in audit.items()}
+        return dict(self._audit_lines)
+
+    @rx.event
+    async def show_earlier(self):
+        """Show the previous ``MESSAGE_PAGE`` rows of the thread (the "Show earlier messages" button)."""
+        if not self.tid or self._start <= 0:
+            return
+        try:
+            view = await get_service().load(self.tid, owner=self.browser_id)
+        except ThreadError as exc:
+            self.load_error = exc.message
+            return
+        self._start = max(0, self._start - MESSAGE_PAGE)
+        await self._apply_view(view)
+
+    @rx.event
+    async def load_thread(self):
+        """on_load of /thread/[thread_id]: read the thread from the checkpoint (never runs the graph)."""
+        self._ensure_identity()
+        path = str(self.router.url.path).rstrip("/")
+        tid = path.rsplit("/", 1)[-1] if path.startswith("/thread/") else ""
+        self.tid = tid
+        self.worker_pid = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.messages, self.live_key = [], ""
+        self._start, self._audit_ids, self._audit_lines = -1, [], {}
+        self.load_error = self.run_error = self.composer_error = self.notice = ""
+        service = get_service()
+        try:
+            view = await service.load(tid, owner=self.browser_id)
+        except ThreadError as exc:
+            self.load_error = exc.message
+            self.status = "idle"
+            self.tid = ""  # never follow or act on a thread this browser may not open
+            WATCHERS.retire(self.router.session.client_token)
+            (await self._review_state())._show(None)
+            return ThreadListState.refresh
+        self.streaming = await service.is_running(tid)
+        await self._apply_view(view)
+        return [ThreadListState.refresh, ChatState.watch]
+
+    # ---------------------------------------------------------------- actions
+    @rx.event
+    async def send(self, form_data: dict[str, Any]):
+        """Send the composer text as a new user message and start the run."""
+        text = form_data.get("text") if isinstance(form_data, dict) else None
+        self.composer_error = ""
+        if not isinstance(text, str) or not text.strip():
+            self.composer_error = "Type a message first."
+            return
+        if len(text) > MAX_MESSAGE_CHARS:
+            self.composer_error = f"That message is too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,})."
+            return
+        try:
+            await get_service().start_turn(self.tid, text, owner=self.browser_id)
+        except ThreadError as exc:
+            self.composer_error = exc.message
+            return
+        (await self._review_state())._show(None, error="")
+        self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
+        self._begin_stream()
+        return [rx.set_value(COMPOSER_ID, ""), ChatState.watch, ThreadListState.refresh]
+
+    @rx.event
+    async def stop(self):
+        """Stop the live run of this thread."""
+        try:
+            stopped = await get_service().stop(self.tid, owner=self.browser_id)
+        except ThreadError as exc:
+            self.run_error = exc.message
+            return
+        if stopped:
+            self.notice = STOPPED_NOTICE
+
+    @rx.event
+    async def continue_run(self):
+        """Retry a failed run / continue an incomplete one from the last checkpoint."""
+        try:
+            await get_service().continue_run(self.tid, owner=self.browser_id)
+        except ThreadError as exc:
+            self.run_error = exc.message
+            return
+        self.run_error = self.notice = ""
+        self._begin_stream()
+        return ChatState.watch
+
+    def _begin_stream(self) -> None:
+        """A run of this thread started (from this tab or another): show the live bubble."""
+        self.streaming = True
+        self._new_live_key()
+        self.status = "running"
+
+    def _new_live_key(self) -> str:
+        """A fresh key for the live bubble: React mounts a new, empty text element for it."""
+        self.live_key = uuid.uuid4().hex[:8]
+        return self.live_key
+
+    async def _run_ended(self, outcome: str | None, error: str | None) -> None:
+        """After the view of an ended run was applied: the stream stops; a failure is shown.
+
+        A failed resume whose review is still pending keeps the status "review" and shows the
+        error on the review panel; any other failure sets "failed" with Retry.
+        """
+        self.streaming = False
+        if outcome == "failed":
+            if self.status == "review":
+                (await self._review_state())._show_error(_first_line(error))
+            else:
+                self.status = "failed"
+                self.run_error = _first_line(error)
+        elif outcome == "stopped" and self.status == "incomplete":
+            self.notice = STOPPED_NOTICE
+
+    # ---------------------------------------------------------------- following the thread's runs
+    @contextlib.asynccontextmanager
+    async def _if_mine(self, follow: Follow) -> AsyncIterator[None]:
+        """``async with self`` for a watcher, raising ``Retired`` if its tab moved on
+        (a newer watcher, or another thread opened)."""
+        async with self:
+            if self._watch_id != follow.watch_id or self.tid != follow.tid:
+                raise Retired
+            yield
+
+    @rx.event(background=True)
+    async def watch(self):
+        """Follow the thread's runs for this tab: live text, then the checkpointed result.
+
+        One watcher per tab: a new one retires the previous one at once (``WATCHERS``), and a
+        watcher also exits when the tab opened another thread. Live text goes to the browser
+        append-only (``live_script``), outside the state lock; the state changes only when a
+        bubble starts and at message boundaries.
+        """
+        follow = WATCHERS.enter(self.router.session.client_token)
+        try:
+            async with self:
+                self._watch_id = follow.watch_id
+                follow.tid, follow.owner = self.tid, self.browser_id
+            service = get_service()
+            try:  # a forged call must not stream another browser's thread to this tab
+                await service.check_access(follow.tid, follow.owner)
+            except ThreadError:
+                return
+            while True:
+                generation = await service.bus.generation(follow.tid)
+                follow.next_run()
+                async for update in self._follow_run(follow):
+                    yield update
+                if not follow.saw_end:
+                    async for update in self._catch_up(follow):
+                        yield update
+                running = await service.is_running(follow.tid)
+                async with self._if_mine(follow):
+                    self.streaming = running
+                if not await service.bus.wait_for_run(follow.tid, after=generation, timeout=WATCH_IDLE_S):
+                    async with self:
+                        if self._watch_id == follow.watch_id:
+                            self._watch_id = ""
+                    return
+        except Retired:
+            return
+        finally:
+            WATCHERS.leave(follow)
+
+    async def _follow_run(self, follow: Follow):
+        """The live updates of the thread's current run (none if no run is live)."""
+        async for event in get_service().subscribe(follow.tid):
+            follow.saw_end = follow.saw_end or event.kind == "ended"
+            if event.kind == "text" and follow.key and not event.reset:
+                if not WATCHERS.is_current(follow):
+                    raise Retired
+                if follow.check_due():
+                    async with self._if_mine(follow):
+                        pass
+                if event.delta:
+                    follow.seq += 1
+                    yield live_script(follow.key, follow.seq, event.delta, False)
+            elif event.kind in ("text", "started"):
+                async with self._if_mine(follow):
+                    if event.kind == "started":
+                        self._begin_stream()
+                    elif not self.streaming:
+                        self.streaming = True
+                    follow.key, follow.seq = self.live_key or self._new_live_key(), 0
+                yield live_script(follow.key, follow.seq, event.delta if event.kind == "text" else "", True)
+            else:
+                for update in await self._settle(follow, event):
+                    yield update
+
+    async def _settle(self, follow: Follow, event: Any) -> list[Any]:
+        """A message boundary or the run's end: the committed messages come from the checkpoint."""
+        try:
+            view = event.view if event.view is not None else await get_service().load(follow.tid, owner=follow.owner)
+        except Exception:  # noqa: BLE001 - shown below as a run error
+            log.exception("reload failed thread=%s", follow.tid)
+            view = None
+        async with self._if_mine(follow):
+            if view is not None:
+                await self._apply_view(view)
+            follow.key, follow.seq = self._new_live_key(), 0
+            if event.kind == "ended":
+                await self._run_ended(event.outcome, event.error)
+        if event.kind == "boundary":
+            return [live_script(follow.key, follow.seq, "", True)]
+        if event.kind == "ended":
+            return [ThreadListState.refresh, WorkspaceState.refresh_if_open]
+        return []
+
+    async def _catch_up(self, follow: Follow):
+        """No live run was seen ending. If this tab expects one (it just sent or submitted), the
+        run may have ended before the watcher subscribed: read its result."""
+        async with self._if_mine(follow):
+            expecting = self.streaming
+        service = get_service()
+        if expecting and not await service.is_running(follow.tid):
+            view = await service.load(follow.tid, owner=follow.owner)
+            async with self._if_mine(follow):
+                await self._apply_view(view)
+            yield ThreadListState.refresh

@@ -1,0 +1,114 @@
+"""The live side of a tab: the append-only text calls, and one watcher per browser tab.
+
+A tab's watcher (``ChatState.watch``, a background event handler) follows the open thread's runs
+and sends the streamed text to the page as ``hitlLive`` calls (``assets/js/live.js``). A tab has
+at most one watcher in a server process: a new one retires the previous one at once (its task is
+cancelled), so repeated ``watch`` events, forged or from navigating, never pile up tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import reflex as rx
+
+LIVE_JS_SRC = "/js/live.js"
+"""Defines ``window.hitlLive`` (loaded in the page head, before the app's own code)."""
+STICK_TO_BOTTOM_JS_SRC = "/js/stick_to_bottom.js"
+"""Defines ``window.hitlStickToBottom`` (loaded in the page head; called when the thread mounts)."""
+LIVE_CHECK_S = 0.5
+"""How often (seconds) a watcher re-checks, between live deltas, that its tab still wants it."""
+WATCH_IDLE_S = 900
+"""A tab's watcher waits this long (seconds) for a new run before it exits (restarted on any action)."""
+
+
+def live_script(key: str, seq: int, text: str, reset: bool) -> rx.event.EventSpec:
+    """The client call that appends ``text`` to the live bubble ``key`` (``window.hitlLive``).
+
+    Append-only: each call carries only new text; ``reset`` replaces the text (a late joiner's
+    snapshot, or the first delta of a bubble). ``seq`` numbers the calls of one key from 0, so a
+    repeated or out-of-order call is ignored instead of duplicating text.
+    """
+    args = [key, seq, text, 1] if reset else [key, seq, text]
+    return rx.call_script(f"hitlLive({json.dumps(args, ensure_ascii=False, separators=(',', ':'))})")
+
+
+class Retired(Exception):
+    """Raised inside a watcher when its tab no longer wants it (a newer watcher, another thread)."""
+
+
+@dataclass
+class Follow:
+    """One watcher's position: its id, the tab and thread it follows, and the live bubble.
+
+    ``key``/``seq``: the live bubble being appended to and the number of its last call (``""``
+    and -1 before the first text of a run); ``saw_end``: the run being followed ended.
+    """
+
+    watch_id: str
+    token: str
+    tid: str = ""
+    owner: str = ""
+    key: str = ""
+    seq: int = -1
+    saw_end: bool = False
+    last_check: float = field(default_factory=time.monotonic)
+
+    def next_run(self) -> None:
+        """Forget the bubble of the previous run (a new subscription starts from a snapshot)."""
+        self.key, self.seq, self.saw_end, self.last_check = "", -1, False, time.monotonic()
+
+    def check_due(self) -> bool:
+        """True at most once per ``LIVE_CHECK_S``: time to re-check the tab under the state lock."""
+        if time.monotonic() - self.last_check <= LIVE_CHECK_S:
+            return False
+        self.last_check = time.monotonic()
+        return True
+
+
+class TabWatchers:
+    """Client token -> the tab's current watcher (its id and asyncio task), in this process.
+
+    The state also records the watcher id (``ChatState._watch_id``) for a watcher left in another
+    process; this registry is what retires a watcher in this one without waiting for it to wake.
+    """
+
+    def __init__(self) -> None:
+        self._current: dict[str, tuple[str, asyncio.Task | None]] = {}
+
+    def enter(self, token: str) -> Follow:
+        """Make the running task the tab's watcher; the previous one is cancelled at once."""
+        task = asyncio.current_task()
+        follow = Follow(watch_id=uuid.uuid4().hex, token=token)
+        previous = self._current.get(token)
+        self._current[token] = (follow.watch_id, task)
+        if previous is not None and previous[1] is not None and previous[1] is not task:
+            previous[1].cancel()
+        return follow
+
+    def is_current(self, follow: Follow) -> bool:
+        """True while ``follow`` is its tab's watcher."""
+        current = self._current.get(follow.token)
+        return current is not None and current[0] == follow.watch_id
+
+    def retire(self, token: str) -> None:
+        """Cancel the tab's watcher, if any (the tab opened a thread it may not follow)."""
+        current = self._current.pop(token, None)
+        if current is not None and current[1] is not None and current[1] is not asyncio.current_task():
+            current[1].cancel()
+
+    def leave(self, follow: Follow) -> None:
+        """Forget ``follow`` when its task ends (unless a newer watcher already took its place)."""
+        if self.is_current(follow):
+            del self._current[follow.token]
+
+    def __len__(self) -> int:
+        return len(self._current)
+
+
+WATCHERS = TabWatchers()
+"""This process's registry of tab watchers."""

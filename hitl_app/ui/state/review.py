@@ -1,0 +1,240 @@
+"""The approval cards of the pending review, and the reviewer's choices on them.
+
+``ReviewState`` is a sibling of ``ChatState`` (both children of ``SessionState``). It reaches the
+chat through one helper, ``_chat``: to read the open thread and whether a run streams, and after a
+submission to show the thread's new state. The rules of the draft (what is decided, what
+"Approve the rest" fills, the decisions sent) are in ``hitl_app.review.draft``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import reflex as rx
+
+from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft, parse_args_json, validate_edit_args
+from hitl_app.review.types import PendingReview, decision_payload
+from hitl_app.runtime import get_service
+from hitl_app.threads.service import ThreadError
+from hitl_app.ui.rows import CardRow, card_rows
+from hitl_app.ui.state.chat import ChatState
+from hitl_app.ui.state.session import SessionState
+
+
+class ReviewState(SessionState):
+    """The approval cards of the pending review, and the reviewer's choices on them."""
+
+    cards: list[CardRow] = []
+    interrupt_id: str = ""
+    review_error: str = ""
+    _review_json: str = ""
+    _edited: dict[int, dict[str, Any]] = {}
+
+    async def _chat(self) -> ChatState:
+        """The tab's ``ChatState`` (the one way this state reaches the chat)."""
+        return await self.get_state(ChatState)
+
+    def _show(self, review: PendingReview | None, *, error: str | None = None) -> None:
+        """Replace the cards with ``review`` (or clear them). Private: not callable from the browser.
+
+        ``error`` (when given) then replaces the panel's message; otherwise a refused
+        submission's message ("already decided") stays until a new review shows.
+        """
+        new_id = review.interrupt_id if review else ""
+        if new_id != self.interrupt_id or (review is None) != (not self.cards):
+            self.cards = card_rows(review)
+            self.interrupt_id = new_id
+            self._review_json = review.model_dump_json() if review else ""
+            self._edited = {}
+            if review is not None:
+                self.review_error = ""
+        if error is not None:
+            self.review_error = error
+
+    def _show_error(self, message: str) -> None:
+        """Show ``message`` on the review panel (e.g. why the last submission did not go through)."""
+        self.review_error = message
+
+    def _review(self) -> PendingReview | None:
+        return PendingReview.model_validate_json(self._review_json) if self._review_json else None
+
+    def _card(self, index: Any) -> CardRow | None:
+        if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(self.cards):
+            self.review_error = "That card does not exist (the review may have changed); reload the page."
+            return None
+        return self.cards[index]
+
+    def _set(self, index: int, **changes: Any) -> None:
+        cards = list(self.cards)
+        card = cards[index]
+        for key, value in changes.items():
+            setattr(card, key, value)
+        cards[index] = card
+        self.cards = cards  # reassigned: Reflex then sends the changed card
+
+    @rx.var
+    def decided_count(self) -> int:
+        """How many cards have a complete decision."""
+        return draft.decided_count(self.cards)
+
+    @rx.var
+    def all_decided(self) -> bool:
+        """True when every card has a complete decision."""
+        return draft.all_decided(self.cards)
+
+    @rx.var
+    def can_approve_all(self) -> bool:
+        """Offered while some card is undecided and every undecided card allows approve."""
+        return draft.offers_approve_rest(self.cards)
+
+    @rx.var
+    def approve_all_label(self) -> str:
+        """ "Approve all", or "Approve the rest" once some card is decided (those decisions stay)."""
+        return draft.approve_rest_label(self.cards)
+
+    @rx.var
+    def submit_label(self) -> str:
+        """E.g. "Submit 3 decisions"."""
+        n = len(self.cards)
+        return f"Submit {n} decision{'s' if n != 1 else ''}"
+
+    @rx.event
+    def choose(self, index: int, kind: str) -> None:
+        """Pick ``approve``, ``edit``, ``reject`` or ``respond`` on a card (only if allowed)."""
+        card = self._card(index)
+        if card is None:
+            return
+        if kind not in card.allowed:
+            self._set(index, error=f"{str(kind).capitalize()} is not allowed for {card.tool_name}.")
+            return
+        self.review_error = ""
+        if kind == "edit":
+            self._set(index, choice="edit", editing=True, edit_error="", error="")
+        else:
+            self._edited.pop(index, None)
+            self._set(index, choice=kind, editing=False, edit_error="", error="")
+
+    @rx.event
+    def cancel_edit(self, index: int) -> None:
+        """Close the editor without deciding."""
+        if self._card(index) is None:
+            return
+        self._edited.pop(index, None)
+        self._set(index, choice="", editing=False, edit_error="")
+
+    @rx.event
+    def save_edit(self, index: int, text: str) -> None:
+        """Check the editor's JSON against the tool's schema; on success the card is decided as edit."""
+        self._save_edit(index, text)
+
+    @rx.event
+    def check_edit(self, form_data: dict[str, Any]) -> None:
+        """ "Check edit" (the editor's form: ``index`` and ``args`` fields); same checks as save_edit."""
+        raw = form_data.get("index") if isinstance(form_data, dict) else None
+        try:
+            index = int(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else -1
+        except ValueError:
+            index = -1
+        self._save_edit(index, form_data.get("args") if isinstance(form_data, dict) else None)
+
+    def _save_edit(self, index: Any, text: Any) -> None:
+        card = self._card(index)
+        review = self._review()
+        if card is None or review is None or not isinstance(text, str):
+            return
+        if "edit" not in card.allowed:
+            self._set(index, error=f"Edit is not allowed for {card.tool_name}.")
+            return
+        try:
+            args = parse_args_json(text)
+            validate_edit_args(review, index, args, get_service().validators)
+        except ReviewError as exc:
+            self._edited.pop(index, None)
+            self._set(index, choice="edit", editing=True, edit_error=exc.message)
+            return
+        self._edited[index] = args
+        self._set(index, choice="edit", editing=False, edit_error="", args_json=json.dumps(args, indent=2, ensure_ascii=False))
+
+    @rx.event
+    def set_reason(self, index: int, text: str) -> None:
+        """The optional reason of a reject."""
+        if self._card(index) is None or not isinstance(text, str):
+            return
+        if len(text) > MAX_MESSAGE_CHARS:
+            self._set(index, error=f"The reason is too long (limit {MAX_MESSAGE_CHARS:,} characters).")
+            return
+        self._set(index, reason=text, error="")
+
+    @rx.event
+    def set_answer(self, index: int, text: str) -> None:
+        """The reviewer's answer for a respond decision (required)."""
+        if self._card(index) is None or not isinstance(text, str):
+            return
+        if len(text) > MAX_MESSAGE_CHARS:
+            self._set(index, error=f"The answer is too long (limit {MAX_MESSAGE_CHARS:,} characters).")
+            return
+        self._set(index, answer=text, choice="respond", error="")
+
+    @rx.event
+    async def submit(self):
+        """Send all decisions at once; the server checks them against the checkpoint first."""
+        return await self._submit()
+
+    @rx.event
+    async def approve_all(self):
+        """Approve every card the reviewer has not decided yet, then submit.
+
+        Decisions already made (a reject with its reason, a checked edit, an answer) are kept; a
+        card whose edit is still open is not overwritten: the reviewer is asked to finish it.
+        """
+        unfinished = draft.open_edit(self.cards, self._edited)
+        if unfinished is not None:
+            self._set(unfinished.index, error=draft.FINISH_EDIT)
+            self.review_error = ""
+            return
+        for index in draft.approve_rest(self.cards):
+            self._set(index, choice="approve", editing=False, edit_error="", error="")
+        return await self._submit()
+
+    async def _submit(self):
+        chat = await self._chat()
+        if not self.cards:
+            if not chat.streaming:  # a second click while the first submission runs says nothing
+                self.review_error = "Nothing to submit: this review was already decided or is no longer pending."
+            return
+        blank = draft.unanswered(self.cards)
+        if blank is not None:
+            self._set(blank.index, error=draft.unanswered_message(blank))
+            self.review_error = ""
+            return
+        decisions = [decision_payload(d) for d in draft.to_decisions(self.cards, self._edited)]
+        service = get_service()
+        try:
+            await service.submit_review(
+                chat.tid, self.interrupt_id, decisions, reviewer=self.reviewer or "anonymous", owner=self.browser_id
+            )
+        except ReviewError as exc:
+            return await self._refused(chat, exc)
+        except ThreadError as exc:
+            self.review_error = exc.message
+            return
+        self._show(None)
+        chat._begin_stream()
+        return ChatState.watch
+
+    async def _refused(self, chat: ChatState, exc: ReviewError):
+        """Show why a submission was refused: on its card, or on the panel; a stale review is
+        replaced by the thread's real state."""
+        if exc.code == "stale":
+            view = await get_service().load(chat.tid, owner=self.browser_id)
+            self._show(None)
+            await chat._apply_view(view)
+            self.review_error = exc.message
+            return ChatState.watch
+        if exc.card_index is not None and 0 <= exc.card_index < len(self.cards):
+            self._set(exc.card_index, error=exc.message)  # shown on its card, not twice
+            self.review_error = ""
+        else:
+            self.review_error = exc.message
+        return None
