@@ -6,7 +6,8 @@ import reflex as rx
 
 from hitl_app.ui import theme
 from hitl_app.ui.components.chat import composer, thread_column
-from hitl_app.ui.components.sidebar import mobile_menu, reviewer_box, sidebar, workspace_panel
+from hitl_app.ui.components.sidebar import mobile_menu, reviewer_box, sidebar
+from hitl_app.ui.components.workspace import workspace_panel
 from hitl_app.ui.state import ChatState, ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
 
