@@ -20,7 +20,7 @@ from hitl_app.runtime import get_service
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import ThreadView
 from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, message_rows
-from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, live_script
+from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, closing, live_script
 from hitl_app.ui.state.session import SessionState
 from hitl_app.ui.state.thread_list import ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
@@ -282,11 +282,13 @@ class ChatState(SessionState):
             while True:
                 generation = await service.bus.generation(follow.tid)
                 follow.next_run()
-                async for update in self._follow_run(follow):
-                    yield update
-                if not follow.saw_end:
-                    async for update in self._catch_up(follow):
+                async with closing(self._follow_run(follow)) as updates:
+                    async for update in updates:
                         yield update
+                if not follow.saw_end:
+                    async with closing(self._catch_up(follow)) as updates:
+                        async for update in updates:
+                            yield update
                 running = await service.is_running(follow.tid)
                 async with self._if_mine(follow):
                     self.streaming = running
@@ -302,28 +304,29 @@ class ChatState(SessionState):
 
     async def _follow_run(self, follow: Follow):
         """The live updates of the thread's current run (none if no run is live)."""
-        async for event in get_service().subscribe(follow.tid):
-            follow.saw_end = follow.saw_end or event.kind == "ended"
-            if event.kind == "text" and follow.key and not event.reset:
-                if not WATCHERS.is_current(follow):
-                    raise Retired
-                if follow.check_due():
+        async with closing(get_service().subscribe(follow.tid)) as events:
+            async for event in events:
+                follow.saw_end = follow.saw_end or event.kind == "ended"
+                if event.kind == "text" and follow.key and not event.reset:
+                    if not WATCHERS.is_current(follow):
+                        raise Retired
+                    if follow.check_due():
+                        async with self._if_mine(follow):
+                            pass
+                    if event.delta:
+                        follow.seq += 1
+                        yield live_script(follow.key, follow.seq, event.delta, False)
+                elif event.kind in ("text", "started"):
                     async with self._if_mine(follow):
-                        pass
-                if event.delta:
-                    follow.seq += 1
-                    yield live_script(follow.key, follow.seq, event.delta, False)
-            elif event.kind in ("text", "started"):
-                async with self._if_mine(follow):
-                    if event.kind == "started":
-                        self._begin_stream()
-                    elif not self.streaming:
-                        self.streaming = True
-                    follow.key, follow.seq = self.live_key or self._new_live_key(), 0
-                yield live_script(follow.key, follow.seq, event.delta if event.kind == "text" else "", True)
-            else:
-                for update in await self._settle(follow, event):
-                    yield update
+                        if event.kind == "started":
+                            self._begin_stream()
+                        elif not self.streaming:
+                            self.streaming = True
+                        follow.key, follow.seq = self.live_key or self._new_live_key(), 0
+                    yield live_script(follow.key, follow.seq, event.delta if event.kind == "text" else "", True)
+                else:
+                    for update in await self._settle(follow, event):
+                        yield update
 
     async def _settle(self, follow: Follow, event: Any) -> list[Any]:
         """A message boundary or the run's end: the committed messages come from the checkpoint."""

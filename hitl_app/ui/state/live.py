@@ -9,10 +9,13 @@ cancelled), so repeated ``watch`` events, forged or from navigating, never pile 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import reflex as rx
 
@@ -35,6 +38,18 @@ def live_script(key: str, seq: int, text: str, reset: bool) -> rx.event.EventSpe
     """
     args = [key, seq, text, 1] if reset else [key, seq, text]
     return rx.call_script(f"hitlLive({json.dumps(args, ensure_ascii=False, separators=(',', ':'))})")
+
+
+@contextlib.asynccontextmanager
+async def closing(iterator: AsyncIterator[Any]) -> AsyncIterator[AsyncIterator[Any]]:
+    """``iterator``, closed on exit (``aclose``) even when its reader stops early or is cancelled,
+    so a retired watcher's bus subscription ends at once rather than when it is garbage-collected."""
+    try:
+        yield iterator
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 class Retired(Exception):
