@@ -88,12 +88,13 @@ async def test_failed_resume_keeps_the_review_pending_and_says_why_on_it(server:
         await c.wait_for(lambda c: c.review["cards"][0]["choice"] == "approve")
         await c.call("ReviewState.submit")
         await c.wait_for(
-            lambda c: "approval service is unavailable" in c.review.get("review_error", "") or c.chat.get("status") == "failed",
+            lambda c: "failed" in c.review.get("review_error", "") or c.chat.get("status") == "failed",
             what="the failed resume reported",
         )
         await c.wait_idle()
         assert c.chat["status"] == "review", "the review is still pending: the thread must say so"
-        assert "approval service is unavailable" in c.review["review_error"]
+        # the server's sentence for an internal error (the exception text itself stays in its log)
+        assert "failed" in c.review["review_error"]
         assert c.chat.get("run_error", "") == "", "no run error (with a Retry that cannot work) beside the card"
         assert c.chat.get("can_continue") is False
         assert [card["tool_name"] for card in c.review["cards"]] == ["refund_payment"]
@@ -104,5 +105,5 @@ async def test_failed_resume_keeps_the_review_pending_and_says_why_on_it(server:
         await again.load_thread(tid)
         await again.wait_review(1)
         assert again.chat["status"] == "review"
-        assert "approval service is unavailable" in again.review.get("review_error", "")
+        assert "failed" in again.review.get("review_error", "")
         assert again.chat.get("run_error", "") == "" and again.chat.get("can_continue") is False
