@@ -14,15 +14,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from hitl_app.review.types import (
+    AnyDecision,
     ApproveDecision,
     EditDecision,
     EditedAction,
     RejectDecision,
     RespondDecision,
 )
-
-DraftDecision = ApproveDecision | EditDecision | RejectDecision | RespondDecision
-"""One typed decision, as built from a decided card."""
 
 FINISH_EDIT = "Finish this edit (Check edit) or cancel it before approving the rest."
 """Shown on a card whose edit is still open when the reviewer presses "Approve the rest"."""
@@ -115,7 +113,7 @@ def unanswered_message(card: DraftCard) -> str:
     return f"Write an answer for {card.tool_name} before submitting."
 
 
-def to_decisions(cards: Sequence[DraftCard], edited: Mapping[int, dict[str, Any]]) -> list[DraftDecision]:
+def to_decisions(cards: Sequence[DraftCard], edited: Mapping[int, dict[str, Any]]) -> list[AnyDecision]:
     """The typed decisions of the decided cards, in card order.
 
     Args:
@@ -128,7 +126,7 @@ def to_decisions(cards: Sequence[DraftCard], edited: Mapping[int, dict[str, Any]
         server's count check refuses it with "k of n decided". A reject reason of only spaces
         is sent as no reason.
     """
-    out: list[DraftDecision] = []
+    out: list[AnyDecision] = []
     for card in cards:
         if not is_decided(card):
             continue
