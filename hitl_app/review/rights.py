@@ -22,7 +22,8 @@ offered: every approver must approve the same arguments.
 Use: build a ``Card`` for one action request (``Card.for_request``), ask ``may_decide`` what the
 acting person may do (for the UI), ``check_decision`` before accepting a decision (the server is
 the authority), ``Card.with_decision`` to record it, and ``progress`` for the card's state
-("1 of 2 approvals: Dana"). Every refusal carries a plain sentence to show as is.
+("1 of 2 approvals: Dana"). Every refusal carries a plain sentence to show as is. A signed-out
+or disabled session has no ``Person``: the caller refuses it before asking these rules.
 """
 
 from __future__ import annotations

@@ -11,15 +11,11 @@ from langgraph.types import Command
 
 from hitl_app.agent.payments import payments
 from hitl_app.agent.policy import load_policy_toml, rights_by_tool
+from hitl_app.auth.types import Principal, Role
 from hitl_app.review.rights import Card, check_decision, progress
 from tests.integration.conftest import drive
 
 TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
-
-
-class Person:
-    def __init__(self, account_id: int, name: str, role: str) -> None:
-        self.account_id, self.display_name, self.role, self.email = account_id, name, role, f"{name.lower()}@example.com"
 
 
 async def test_team_policy_pays_once_after_two_reviewers_approve(make_agent, workspace):
@@ -39,7 +35,7 @@ async def test_team_policy_pays_once_after_two_reviewers_approve(make_agent, wor
     # and it takes two reviewers.
     card = Card.for_request(intr.value["action_requests"][0], ["approve", "reject"], owner_id="1",
                             rights=rights_by_tool(rules)["transfer_funds"])
-    mia, dana, ada = Person(1, "Mia", "member"), Person(3, "Dana", "reviewer"), Person(5, "Ada", "admin")
+    mia, dana, ada = Principal(1, "Mia", Role.MEMBER), Principal(3, "Dana", Role.REVIEWER), Principal(5, "Ada", Role.ADMIN)
     assert check_decision(card, mia, "approve").message == "transfer_funds needs a reviewer; you are a member"
     card = card.with_decision(dana, "approve")
     assert progress(card).text == "1 of 2 approvals: Dana" and not progress(card).complete

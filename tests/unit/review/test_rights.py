@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
-
 import pytest
 
+from hitl_app.auth.types import Principal as Person
+from hitl_app.auth.types import Role
 from hitl_app.review.conditions import ConditionError, parse_condition
 from hitl_app.review.rights import (
     DEFAULT_RULE,
@@ -20,20 +19,6 @@ from hitl_app.review.rights import (
     parse_tool_rights,
     progress,
 )
-
-
-class Role(StrEnum):  # the shape of hitl_app.auth's Role: a str enum
-    MEMBER = "member"
-    REVIEWER = "reviewer"
-    ADMIN = "admin"
-
-
-@dataclass(frozen=True)
-class Person:  # the shape of hitl_app.auth's Principal
-    account_id: int
-    display_name: str
-    role: Role
-    email: str = ""
 
 
 MIA = Person(1, "Mia", Role.MEMBER, "mia@example.com")  # asks in her own thread
@@ -118,7 +103,7 @@ def test_member_role_entry_lets_any_account_decide():
 
 
 def test_unknown_role_is_treated_as_no_rights():
-    ghost = Person(9, "Ghost", "guest", "")  # type: ignore[arg-type]
+    ghost = Person(9, "Ghost", "guest", "")  # type: ignore[arg-type]  # a role this app does not know
     assert check_decision(card(), ghost, "reject").message == "transfer_funds needs a reviewer; you are a guest"
 
 
@@ -293,19 +278,19 @@ def test_empty_table_is_the_default_rule():
         ({"approvals": 0}, "approvals: must be a whole number from 1 to 10"),
         ({"approvals": 2.0}, "approvals: must be a whole number"),
         ({"approvals": True}, "approvals: must be a whole number"),
-        ({"self_approval": False}, r"approvals: 1 needed but nobody may approve \(reviewers = \['owner'\]"),
+        ({"self_approval": False}, "approvals: 1 needed but nobody may approve (reviewers = ['owner'], self_approval = false)"),
         ({"approvals": 2}, "approvals: 2 needed but only 1 person may approve"),
         ({"reviewers": ["dana@example.com", "lee@example.com"], "approvals": 3}, "only 2 people may approve"),
-        ({"rules": {"when": "amount > 1"}}, r"rules: must be an array of tables"),
-        ({"rules": [{"approvals": 2}]}, "rules\\[0\\] when: missing"),
-        ({"rules": [{"when": "amount > 1"}]}, "rules\\[0\\]: sets nothing"),
-        ({"rules": [{"when": "amount >> 1", "approvals": 2}]}, "rules\\[0\\] when: "),
-        ({"rules": [{"when": "amount > 1", "approval": 2}]}, "rules\\[0\\]: unknown key\\(s\\) \\['approval'\\]"),
+        ({"rules": {"when": "amount > 1"}}, "rules: must be an array of tables"),
+        ({"rules": [{"approvals": 2}]}, "rules[0] when: missing"),
+        ({"rules": [{"when": "amount > 1"}]}, "rules[0]: sets nothing"),
+        ({"rules": [{"when": "amount >> 1", "approvals": 2}]}, "rules[0] when: "),
+        ({"rules": [{"when": "amount > 1", "approval": 2}]}, "rules[0]: unknown key(s) ['approval']"),
         ({"reviewers": ["reviewer"], "rules": [{"when": "a > 1", "reviewers": ["owner"], "approvals": 2}]},
-         "rules\\[0\\] approvals: 2 needed but only 1 person"),
+         "rules[0] approvals: 2 needed but only 1 person"),
     ],
 )
 def test_malformed_rights_are_refused_with_one_line(table, message):
-    with pytest.raises(RightsPolicyError, match=message) as info:
+    with pytest.raises(RightsPolicyError) as info:
         parse_tool_rights(table)
-    assert "\n" not in str(info.value)
+    assert message in str(info.value) and "\n" not in str(info.value)
