@@ -43,6 +43,7 @@ from hitl_app.review.rights_policy import (
     ToolRights,
     parse_tool_rights,
 )
+from hitl_app.review.types import DECISION_TYPES
 
 APPROVING: frozenset[str] = frozenset({"approve", "edit"})
 """Decision types that let the action run; they count toward ``approvals``."""
@@ -50,8 +51,6 @@ APPROVING: frozenset[str] = frozenset({"approve", "edit"})
 FINAL: frozenset[str] = frozenset({"reject", "respond"})
 """Decision types that end the card without running the action."""
 
-DECISION_TYPES: tuple[str, ...] = ("approve", "edit", "reject", "respond")
-"""Every decision type, in display order."""
 
 __all__ = [
     "APPROVING", "DECISION_TYPES", "DEFAULT_RIGHTS", "DEFAULT_RULE", "FINAL", "OWNER", "ROLES", "Card",
