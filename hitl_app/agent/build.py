@@ -23,6 +23,7 @@ from hitl_app.agent.policy import (
     DEFAULT_POLICY,
     PolicyRule,
     ReviewNeedMemo,
+    check_rights_arguments,
     describe_policy,
     interrupt_on_from_policy,
 )
@@ -68,10 +69,11 @@ def build_demo_agent(
     """Build the demo agent. Calls ``workspace.ensure()`` (idempotent).
 
     Raises:
-        PolicyError: an invalid rule.
+        PolicyError: an invalid rule, or a review-rights ``when`` on an argument the tool lacks.
     """
     workspace.ensure()
     tools = build_tools(workspace)
+    check_rights_arguments(list(policy_rules), {t.name: set(t.tool_call_schema.model_fields) for t in tools})
     interrupt_on = interrupt_on_from_policy(list(policy_rules), workspace.demo_db_path)
     graph = create_agent(
         model,

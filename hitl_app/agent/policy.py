@@ -24,6 +24,9 @@ thread), and ``PolicyCondition`` returns that stored answer whenever it exists.
     allowed_decisions = ["approve", "reject"]
     description = "Send an email to {to}"
     condition = "outside_drafts"   # optional
+    reviewers = ["reviewer"]       # optional review rights: who decides, self-approval,
+    self_approval = false          # distinct approvals and stricter [[tools.x.rules]] with a
+    approvals = 1                  # when = "amount > 1000" (see hitl_app.review.rights_policy)
 """
 
 from __future__ import annotations
@@ -42,6 +45,13 @@ from langgraph.runtime import Runtime
 
 from hitl_app.agent.tools import is_read_only_sql
 from hitl_app.errors import StartupError
+from hitl_app.review.rights_policy import (
+    DEFAULT_RIGHTS,
+    RIGHTS_KEYS,
+    RightsPolicyError,
+    ToolRights,
+    parse_tool_rights,
+)
 from hitl_app.review.types import DECISION_TYPES
 
 
@@ -59,12 +69,15 @@ class PolicyRule:
         description: template filled with the call's args by ``str.format`` (plain ``{name}``
             fields only); if it cannot be filled the card says ``"Tool <name>"``.
         condition: a key of ``CONDITIONS``, or None to pause on every call.
+        rights: who may decide and how many approvals are needed (default: the thread's owner
+            decides alone, as a single user always has).
     """
 
     tool: str
     allowed_decisions: list[str]
     description: str
     condition: str | None = None
+    rights: ToolRights = DEFAULT_RIGHTS
 
 
 # A condition factory gets the demo database path and returns a predicate on the call's args
@@ -114,6 +127,7 @@ DEFAULT_POLICY: list[PolicyRule] = [
     PolicyRule("execute_sql", ["approve", "reject"], "Run SQL that changes data: {query}", "not_read_only_sql"),
     PolicyRule("ask_user", ["respond"], "Question for you: {question}"),
     PolicyRule("slow_task", ["approve", "reject"], "Wait {seconds} seconds"),
+    PolicyRule("transfer_funds", ["approve", "reject"], "Pay {amount} to {to}"),
 ]
 """The built-in policy. ``read_data`` is not listed, so it never pauses."""
 
@@ -284,7 +298,7 @@ def validate_rule(rule: PolicyRule, *, source: str) -> None:
             )
 
 
-_RULE_KEYS = {"allowed_decisions", "description", "condition"}
+_RULE_KEYS = {"allowed_decisions", "description", "condition", *RIGHTS_KEYS}
 
 
 def load_policy_toml(path: Path | str) -> list[PolicyRule]:
@@ -327,7 +341,11 @@ def load_policy_toml(path: Path | str) -> list[PolicyRule]:
         condition = table.get("condition")
         if condition is not None and not isinstance(condition, str):
             raise PolicyError(f"{where} condition: must be a string")
-        rule = PolicyRule(tool, list(decisions), description, condition)
+        try:
+            rights = parse_tool_rights(table)
+        except RightsPolicyError as exc:
+            raise PolicyError(f"{where} {exc}") from None
+        rule = PolicyRule(tool, list(decisions), description, condition, rights)
         validate_rule(rule, source=str(path))
         rules.append(rule)
     return rules
@@ -341,6 +359,33 @@ def describe_policy(rules: list[PolicyRule]) -> list[dict[str, Any]]:
             "allowed_decisions": list(r.allowed_decisions),
             "description": r.description,
             "condition": r.condition,
+            "rights": r.rights.describe(),
         }
         for r in rules
     ]
+
+
+def rights_by_tool(rules: list[PolicyRule]) -> dict[str, ToolRights]:
+    """``{tool: ToolRights}`` for ``rules``; a tool without a rule has ``DEFAULT_RIGHTS``."""
+    return {r.tool: r.rights for r in rules}
+
+
+def check_rights_arguments(rules: list[PolicyRule], arg_names: dict[str, set[str]]) -> None:
+    """Check that every ``when`` of a rights rule reads arguments its tool has.
+
+    Args:
+        rules: the policy.
+        arg_names: tool name -> its argument names (tools missing here are not checked).
+
+    Raises:
+        PolicyError: ``[tools.<name>] rules[<i>] when: unknown argument 'x'; <name> takes a, b``.
+    """
+    for rule in rules:
+        known = arg_names.get(rule.tool)
+        for i, cond in enumerate(rule.rights.rules):
+            unknown = [f for f in cond.when.fields if known is not None and f not in known]
+            if unknown:
+                raise PolicyError(
+                    f"policy: [tools.{rule.tool}] rules[{i}] when: unknown argument {unknown[0]!r}; "
+                    f"{rule.tool} takes {', '.join(sorted(known or ())) or 'no arguments'}"
+                )

@@ -43,6 +43,7 @@ from sqlalchemy import Engine, func
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlmodel import Session, SQLModel, create_engine, select
 
+from hitl_app.agent.payments import make_transfer_funds
 from hitl_app.store.tables import OutboxMail, Record, ToolEffect
 
 MAX_PATH_BYTES = 1024
@@ -398,10 +399,10 @@ def effect_key(runtime: ToolRuntime | None) -> str:
 
 
 def build_tools(workspace: DemoWorkspace) -> list[BaseTool]:
-    """The seven demo tools bound to ``workspace`` (sync; LangGraph runs them in threads).
+    """The eight demo tools bound to ``workspace`` (sync; LangGraph runs them in threads).
 
     Returns, in order: send_email, write_file, delete_file, execute_sql, ask_user, read_data,
-    slow_task. Each has ``handle_tool_error=True`` so a ``ToolException`` becomes a
+    slow_task, transfer_funds (``hitl_app.agent.payments``). Each has ``handle_tool_error=True`` so a ``ToolException`` becomes a
     ``ToolMessage(status="error")`` with the error text as content.
     """
 
@@ -441,7 +442,8 @@ def build_tools(workspace: DemoWorkspace) -> list[BaseTool]:
 
         return workspace.run_once(effect_key(runtime), "slow_task", effect)
 
-    funcs = [send_email, write_file, delete_file, execute_sql, ask_user, read_data, slow_task]
+    funcs = [send_email, write_file, delete_file, execute_sql, ask_user, read_data, slow_task,
+             make_transfer_funds(ledger_path=lambda _owner: workspace.demo_db_path, effect_key=effect_key)]
     return [
         StructuredTool.from_function(f, handle_tool_error=True, handle_validation_error=_invalid_arguments)
         for f in funcs

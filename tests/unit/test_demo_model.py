@@ -11,7 +11,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from hitl_app.agent.demo import HELP_TEXT, DemoChatModel
 
-TOOL_NAMES = ["send_email", "write_file", "delete_file", "execute_sql", "ask_user", "read_data", "slow_task"]
+TOOL_NAMES = ["send_email", "write_file", "delete_file", "execute_sql", "ask_user", "read_data", "slow_task",
+              "transfer_funds"]
 
 
 @pytest.fixture
@@ -39,6 +40,9 @@ def calls_for(model, text: str) -> list[tuple[str, dict]]:
         ("ask me what colour the button should be?", [("ask_user", {"question": "what colour the button should be?"})]),
         ("read records", [("read_data", {"table": "records"})]),
         ("wait 5 seconds", [("slow_task", {"seconds": 5})]),
+        ("pay 1500 to Bob", [("transfer_funds", {"amount": 1500, "to": "Bob"})]),
+        ("Pay $2,500.75 to Acme Ltd.", [("transfer_funds", {"amount": 2500.75, "to": "Acme Ltd"})]),
+        ("pay 10 to Bob and Alice", [("transfer_funds", {"amount": 10, "to": "Bob and Alice"})]),
     ],
 )
 def test_each_phrase_gives_the_right_tool_call(model, text, expected):
@@ -65,6 +69,36 @@ def test_and_inside_an_argument_does_not_split(model):
     assert calls_for(model, "sql: SELECT 1; DROP TABLE records") == [
         ("execute_sql", {"query": "SELECT 1; DROP TABLE records"})
     ]
+
+
+@pytest.mark.parametrize("text", ["pay 0 to Bob", "pay -5 to Bob", "pay 1e999 to Bob", "pay 5 to", "pay 1,50 to Bob",
+                                  "pay Bob 5"])
+def test_pay_needs_a_positive_amount_and_a_name(model, text):
+    msg = model.invoke([HumanMessage(text)])
+    assert msg.tool_calls == [] and msg.text == HELP_TEXT
+    assert "pay <amount> to <name>" in HELP_TEXT
+
+
+def test_pay_joins_with_other_requests_but_not_inside_a_subject(model):
+    assert calls_for(model, "pay 5 to Bob and email bob@example.com about it") == [
+        ("transfer_funds", {"amount": 5, "to": "Bob"}),
+        ("send_email", {"to": "bob@example.com", "subject": "it", "body": ""}),
+    ]
+    assert calls_for(model, "email bob@example.com about salary and pay rise") == [
+        ("send_email", {"to": "bob@example.com", "subject": "salary and pay rise", "body": ""})
+    ]
+
+
+def test_pay_intro_and_summaries(model):
+    msg = model.invoke([HumanMessage("pay 1500 to Bob")])
+    assert msg.text == "I'll pay 1500 to Bob."
+    c = _call("transfer_funds", {"amount": 1500, "to": "Bob"}, "c1")
+    done = ToolMessage("Paid 1,500.00 to Bob.", name="transfer_funds", tool_call_id="c1")
+    assert _summary(model, [c], [done]) == "Paid 1500 to Bob."
+    rejected = _answer_message(c, {"type": "reject", "message": "needs an invoice"})
+    assert _summary(model, [c], [rejected]) == (
+        "The payment of 1500 to Bob did not happen: the reviewer rejected it (reason: needs an invoice)."
+    )
 
 
 def test_tool_call_ids_are_fresh_each_call(model):

@@ -10,6 +10,7 @@ phrase (verbs case-insensitive, argument case kept)    result
 ``ask me <question>``                                  ``ask_user(question)``
 ``read <table>``                                       ``read_data(table)``
 ``wait <N> seconds``                                   ``slow_task(seconds=N)``
+``pay <amount> to <name>``                             ``transfer_funds(amount, to)``
 ``stream <N> words``                                   a plain reply of exactly N words (N <= 20000)
 ``fail after <N> words``                               N words, then ``RuntimeError`` from the stream
 requests joined by `` and `` or ``;``                  parallel tool calls in one message, in order
@@ -23,6 +24,7 @@ records`` stays one query. Everything here is pure.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -33,7 +35,7 @@ MAX_STREAM_WORDS = 20_000
 HELP_TEXT = (
     "I am the offline demo model. I can: email <address> about <subject>: <body>; "
     "write <path>: <content>; delete <path>; sql: <query>; ask me <question>; read records (or read outbox); "
-    "wait <N> seconds; stream <N> words; fail after <N> words. Join requests with 'and' or ';'."
+    "wait <N> seconds; pay <amount> to <name>; stream <N> words; fail after <N> words. Join requests with 'and' or ';'."
 )
 """The reply to anything that is not a known phrase."""
 
@@ -42,7 +44,7 @@ _VOCABULARY = (
     "card twice before they approve anything at all"
 ).split()
 
-_VERB_START = r"(?:email\s|write\s|delete\s|sql\s*:|ask\s+me\s|read\s|wait\s)"
+_VERB_START = r"(?:email\s|write\s|delete\s|sql\s*:|ask\s+me\s|read\s|wait\s|pay\s+[$€£]?[\d.])"
 _SPLIT = re.compile(rf"(?:\s*;\s*|\s+and\s+)(?={_VERB_START})", re.IGNORECASE)
 
 _EMAIL = re.compile(
@@ -55,6 +57,9 @@ _SQL = re.compile(r"^sql\s*:\s*(?P<query>.+)$", re.IGNORECASE | re.DOTALL)
 _ASK = re.compile(r"^ask\s+me\s+(?P<question>.+)$", re.IGNORECASE | re.DOTALL)
 _READ = re.compile(r"^read\s+(?P<table>\w+)\W*$", re.IGNORECASE)
 _WAIT = re.compile(r"^wait\s+(?P<n>\d+(?:\.\d+)?)\s+sec(?:ond)?s?\W*$", re.IGNORECASE)
+_PAY = re.compile(
+    r"^pay\s+[$€£]?(?P<amount>\d[\d,]*(?:\.\d+)?|\.\d+)\s+to\s+(?P<to>.*?)[\s.!]*$", re.IGNORECASE | re.DOTALL
+)
 _STREAM = re.compile(r"^stream\s+(?P<n>\d+)\s+words?\W*$", re.IGNORECASE)
 _FAIL = re.compile(r"^fail\s+after\s+(?P<n>\d+)\s+words?\W*$", re.IGNORECASE)
 
@@ -106,9 +111,23 @@ def _parse_one(part: str) -> tuple[str, dict[str, Any]] | None:
     if m := _WAIT.match(part):
         n = float(m["n"])
         return "slow_task", {"seconds": int(n) if n.is_integer() else n}
+    if m := _PAY.match(part):
+        return _pay(m["amount"], m["to"])
     if m := _DELETE.match(part):
         return "delete_file", {"path": m["path"].strip()}
     return None
+
+
+def _pay(amount_text: str, to: str) -> tuple[str, dict[str, Any]] | None:
+    """``transfer_funds`` args for ``pay <amount> to <name>``: a positive finite amount (commas
+    as thousands separators, an int when whole) and a non-empty one-line name; else None."""
+    if "," in amount_text and not re.fullmatch(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", amount_text):
+        return None
+    amount = float(amount_text.replace(",", ""))
+    name = to.strip()
+    if not math.isfinite(amount) or amount <= 0 or not name or "\n" in name:
+        return None
+    return "transfer_funds", {"amount": int(amount) if amount.is_integer() else amount, "to": name}
 
 
 def text_reply_plan(text: str) -> Plan | None:

@@ -71,6 +71,8 @@ def _intent(name: str, args: dict[str, Any]) -> str:
             return f"read the {args.get('table')} table"
         case "slow_task":
             return f"wait {args.get('seconds')} seconds"
+        case "transfer_funds":
+            return f"pay {args.get('amount')} to {args.get('to')}"
     return f"call {name}"
 
 
@@ -92,6 +94,8 @@ def _done(name: str, args: dict[str, Any], result: str) -> str:
             return f"read the {args.get('table')} table: {_short(result)}"
         case "slow_task":
             return f"waited {args.get('seconds')} seconds"
+        case "transfer_funds":
+            return f"paid {args.get('amount')} to {args.get('to')}"
     return f"ran {name}: {_short(result)}"
 
 
@@ -113,6 +117,8 @@ def _thing(name: str, args: dict[str, Any]) -> str:
             return f"the read of {args.get('table')}"
         case "slow_task":
             return f"the {args.get('seconds')}-second wait"
+        case "transfer_funds":
+            return f"the payment of {args.get('amount')} to {args.get('to')}"
     return f"the {name} call"
 
 
