@@ -147,11 +147,10 @@ def _field(root: dict[str, Any], raw: dict[str, Any], path: str, name: str, requ
         children = (_field(root, node.get("items") or {}, f"{path}.*", "*", True, depth + 1),)
     else:
         children = ()
-    label = raw.get("title") if isinstance(raw.get("title"), str) else None
     return FormField(
         path=path,
         name=name,
-        label=label or ("Item" if name == "*" else _label(name, node)),
+        label="Item" if name == "*" else _label(name, raw),
         kind=kind,
         required=required,
         nullable=nullable,
@@ -297,11 +296,11 @@ def set_value(fields: list[FormField], draft: dict[str, Any], path: str, raw: An
 
 def blank_value(f: FormField) -> Any:
     """A new value for ``f`` (a new array item): its default, else ``""``/``0``/``False``/the
-    first option/an object of its required fields' blanks/``[]``."""
+    first option/an object of its required and defaulted fields/``[]``."""
     if f.default is not None:
         return f.default
     if f.kind == "object":
-        return {c.name: blank_value(c) for c in f.children if c.required}
+        return {c.name: blank_value(c) for c in f.children if c.required or c.default is not None}
     return {"string": "", "number": 0, "integer": 0, "boolean": False, "array": []}.get(
         f.kind, f.options[0] if f.options else None
     )

@@ -79,6 +79,7 @@ def test_kinds_required_defaults_and_enums_through_refs():
     assert by_path("channel").nullable and by_path("channel").options == ("web", "phone")
     assert by_path("note").nullable and by_path("note").description == "Free text"
     assert by_path("note").label == "Note"
+    assert by_path("address").label == "Address"  # the property's name, not the model's title
 
 
 def test_nested_objects_and_arrays_of_scalars_and_objects():
