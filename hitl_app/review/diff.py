@@ -115,3 +115,29 @@ def summarize(changes: list[FieldChange], limit: int = 3) -> str:
     head = "; ".join(c.text for c in changes[:limit])
     more = len(changes) - limit
     return f"{head} (+{more} more)" if more > 0 else head
+
+
+@dataclass
+class DiffLine:
+    """A ``FieldChange`` as texts for a UI table: ``path``, ``kind``, the ``before`` and ``after``
+    values (``show_value``, ``""`` where there is none) and the one-line ``text``."""
+
+    path: str
+    kind: str
+    before: str
+    after: str
+    text: str
+
+
+def diff_lines(changes: list[FieldChange]) -> list[DiffLine]:
+    """``changes`` as ``DiffLine`` rows, same order."""
+    return [
+        DiffLine(
+            path=c.path,
+            kind=c.kind,
+            before="" if c.kind == "added" else show_value(c.before),
+            after="" if c.kind == "removed" else show_value(c.after),
+            text=c.text,
+        )
+        for c in changes
+    ]
