@@ -18,6 +18,7 @@ from hitl_app.logsafe import log_frontend_report, quiet_noisy_loggers
 from hitl_app.runtime import open_runtime
 from hitl_app.ui.audit_state import AuditState
 from hitl_app.ui.components.audit import audit_page
+from hitl_app.ui.editor_test_page import register_test_pages
 from hitl_app.ui.pages import IndexState, index, thread_page
 from hitl_app.ui.state import LIVE_JS, ChatState
 
@@ -70,3 +71,4 @@ app.register_lifespan_task(lifespan)
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
 app.add_page(thread_page, route="/thread/[thread_id]", on_load=ChatState.load_thread, title="hitl_app · chat")
 app.add_page(audit_page, route="/audit", on_load=AuditState.load, title="hitl_app · audit")
+register_test_pages(app)  # /test/editor, only when HITL_TEST_HOOKS=1
