@@ -84,6 +84,9 @@ def test_json_editor_shows_schema_errors_at_the_line_before_any_submit(page: Pag
     expect(page.get_by_test_id("edit-json-status")).to_contain_text("1 problem")
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "editor-inline-error.png"))
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(SHOTS / "editor-inline-error-phone.png"))
+    page.set_viewport_size({"width": 1280, "height": 900})
 
     replace_editor_text(page, '{\n  "to": "bob@example.com",\n  "subject": "Hi",\n  "body": "Hi"\n}')
     expect(error).to_have_count(0)
@@ -129,6 +132,8 @@ def test_form_edits_enum_number_nested_and_arrays_and_the_json_follows(page: Pag
                      "lines.2": "added", "labels.0": "removed"}
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "editor-form-diff.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(SHOTS / "editor-form-diff-phone.png"), full_page=True)
 
     page.get_by_test_id("edit-mode-json").click()
     expect(page.get_by_test_id("edit-json").locator(".cm-content")).to_contain_text('"express"')
