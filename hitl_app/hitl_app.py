@@ -22,6 +22,7 @@ from hitl_app.ui.debug_hooks import probe_routes
 from hitl_app.ui.pages import index, thread_page
 from hitl_app.ui.state import ChatState, IndexState
 from hitl_app.ui.state.live import LIVE_JS_SRC, STICK_TO_BOTTOM_JS_SRC
+from hitl_app.ui.editor_test_page import register_test_pages
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 quiet_noisy_loggers()
@@ -78,3 +79,4 @@ app.register_lifespan_task(lifespan)
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
 app.add_page(thread_page, route="/thread/[thread_id]", on_load=ChatState.load_thread, title="hitl_app · chat")
 app.add_page(audit_page, route="/audit", on_load=AuditState.load, title="hitl_app · audit")
+register_test_pages(app)  # /test/editor, only when HITL_TEST_HOOKS=1
