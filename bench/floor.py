@@ -25,7 +25,7 @@ async def _floor(n_words: int, wps: float, repeats: int) -> dict[str, Any]:
 
     from hitl_app.agent.build import build_demo_agent
     from hitl_app.agent.demo import DemoChatModel
-    from hitl_app.agent.tools import DemoWorkspace
+    from hitl_app.agent.workspace import DemoWorkspace
     from hitl_app.store.db import create_schema, make_engines
 
     warnings.filterwarnings("ignore", category=LangChainBetaWarning)

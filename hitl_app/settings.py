@@ -20,6 +20,17 @@ Every knob the app has lives here, so no other module reads ``os.environ``. Vari
 | HITL_OIDC_ISSUER   | unset                 | OpenID Connect issuer URL; set it to offer single sign-on |
 | HITL_OIDC_CLIENT_ID / HITL_OIDC_CLIENT_SECRET | unset | the app's client at that issuer             |
 | HITL_OIDC_ROLE_CLAIM | unset               | id_token claim holding the role (else the admin sets it)  |
+
+Bounds of each demo tool call (``hitl_app.agent.limits.ToolLimits``):
+
+| env var                     | default    | meaning                                              |
+|-----------------------------|------------|------------------------------------------------------|
+| HITL_SQL_TIMEOUT_S          | ``5``      | seconds one SQL statement may run                    |
+| HITL_SQL_MAX_VALUE_BYTES    | 1000000    | largest string/blob SQLite may build                 |
+| HITL_TOOL_RESULT_MAX_BYTES  | 65536      | largest SQL result returned (the rest is cut off)    |
+| HITL_MAX_TOOL_CALLS         | ``20``     | tool calls one model message may start               |
+| HITL_FILES_MAX_COUNT        | ``500``    | files one owner's sandbox may hold                   |
+| HITL_FILES_MAX_BYTES        | 10000000   | bytes one owner's sandbox may hold                   |
 """
 
 from __future__ import annotations
@@ -107,6 +118,15 @@ class Settings(BaseSettings):
     oidc_role_claim: str | None = Field(default=None, alias="HITL_OIDC_ROLE_CLAIM")
     _database: DatabaseURL = PrivateAttr()
 
+    # ---- bounds of each demo tool call (read by hitl_app.agent.limits.ToolLimits.from_settings) ----
+    sql_timeout_s: float = Field(default=5.0, gt=0, le=600, alias="HITL_SQL_TIMEOUT_S")
+    sql_max_value_bytes: int = Field(default=1_000_000, ge=1_000, le=1_000_000_000, alias="HITL_SQL_MAX_VALUE_BYTES")
+    tool_result_max_bytes: int = Field(default=65_536, ge=1_024, le=10_000_000, alias="HITL_TOOL_RESULT_MAX_BYTES")
+    max_tool_calls_per_message: int = Field(default=20, ge=1, le=1_000, alias="HITL_MAX_TOOL_CALLS")
+    files_max_count: int = Field(default=500, ge=1, le=1_000_000, alias="HITL_FILES_MAX_COUNT")
+    files_max_bytes: int = Field(default=10_000_000, ge=1_000, le=100_000_000_000, alias="HITL_FILES_MAX_BYTES")
+    # ---- end of tool bounds ----
+
     @field_validator("data_dir")
     @classmethod
     def _absolute(cls, value: Path) -> Path:
@@ -129,12 +149,12 @@ class Settings(BaseSettings):
 
     @property
     def files_dir(self) -> Path:
-        """Root of the files sandbox used by the demo file tools."""
+        """Folder holding one files sandbox per owner (``files/<owner key>/``)."""
         return self.data_dir / "files"
 
     @property
     def demo_db_path(self) -> Path:
-        """SQLite file holding the demo ``records`` table that ``execute_sql`` runs on."""
+        """Base path of the demo databases: owner ``k``'s ``records`` live in ``demo_records/<k>.sqlite``."""
         return self.data_dir / "demo_records.sqlite"
 
 

@@ -1,7 +1,7 @@
 """The agent room: LangChain/LangGraph plus the pure ``hitl_app.review`` (never reflex, ui or threads).
 
 Public API: ``DemoChatModel``, ``DemoWorkspace``, ``build_tools``, ``resolve_in_sandbox``,
-``SandboxError``, ``is_read_only_sql``, ``PolicyRule``, ``DEFAULT_POLICY``, ``PolicyError``,
+``SandboxError``, ``is_read_only_sql``, ``ToolLimits``, ``PolicyRule``, ``DEFAULT_POLICY``, ``PolicyError``,
 ``interrupt_on_from_policy``, ``ReviewNeedMemo``, ``load_policy_toml``, ``RepeatedRejectionGuard``,
 ``make_model``, ``ModelConfigError``, ``open_checkpointer``, ``AgentBundle``, ``build_demo_agent``.
 """
@@ -19,13 +19,11 @@ from hitl_app.agent.policy import (
     interrupt_on_from_policy,
     load_policy_toml,
 )
-from hitl_app.agent.tools import (
-    DemoWorkspace,
-    SandboxError,
-    build_tools,
-    is_read_only_sql,
-    resolve_in_sandbox,
-)
+from hitl_app.agent.limits import ToolLimits
+from hitl_app.agent.sandbox import SandboxError, resolve_in_sandbox
+from hitl_app.agent.sql_guard import is_read_only_sql
+from hitl_app.agent.tools import build_tools
+from hitl_app.agent.workspace import DemoWorkspace
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -38,6 +36,7 @@ __all__ = [
     "RepeatedRejectionGuard",
     "ReviewNeedMemo",
     "SandboxError",
+    "ToolLimits",
     "build_demo_agent",
     "build_tools",
     "interrupt_on_from_policy",

@@ -1,10 +1,12 @@
 """Assemble the built-in demo agent: model + demo tools + HITL policy + guard + checkpointer.
 
 Uses ``langchain.agents.create_agent`` with, in this order,
-``HumanInTheLoopMiddleware(interrupt_on=..., interrupt_mode="batched")``, ``ReviewNeedMemo`` and
-``RepeatedRejectionGuard()``; after_model hooks run in reverse list order, so the guard sees each
-model message first (see ``guards.py``), then the memo takes each call's "needs review?" answer
-once (see ``policy.py``), then the HITL middleware raises the card.
+``HumanInTheLoopMiddleware(interrupt_on=..., interrupt_mode="batched")``, ``ReviewNeedMemo``,
+``ToolCallsPerMessageLimit(...)`` and ``RepeatedRejectionGuard()``; after_model hooks run in
+reverse list order, so the guard sees each model message first (see ``guards.py``), then the
+limit answers the calls beyond the per-message limit (see ``call_limit.py``), then the memo takes
+each call's "needs review?" answer once (see ``policy.py``), then the HITL middleware raises the
+card.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from hitl_app.agent.call_limit import ToolCallsPerMessageLimit, skip_answered_calls
 from hitl_app.agent.guards import RepeatedRejectionGuard
 from hitl_app.agent.policy import (
     DEFAULT_POLICY,
@@ -27,7 +30,8 @@ from hitl_app.agent.policy import (
     describe_policy,
     interrupt_on_from_policy,
 )
-from hitl_app.agent.tools import DemoWorkspace, build_tools
+from hitl_app.agent.tools import build_tools
+from hitl_app.agent.workspace import DemoWorkspace
 
 SYSTEM_PROMPT = (
     "You are a careful assistant with tools for email, files in a sandbox and a small SQL "
@@ -68,20 +72,25 @@ def build_demo_agent(
 ) -> AgentBundle:
     """Build the demo agent. Calls ``workspace.ensure()`` (idempotent).
 
+    One model message may start at most ``workspace.limits.max_tool_calls_per_message`` tool
+    calls; the rest are answered with an error and never run.
+
     Raises:
         PolicyError: an invalid rule, or a review-rights ``when`` on an argument the tool lacks.
     """
     workspace.ensure()
     tools = build_tools(workspace)
     check_rights_arguments(list(policy_rules), {t.name: set(t.tool_call_schema.model_fields) for t in tools})
-    interrupt_on = interrupt_on_from_policy(list(policy_rules), workspace.demo_db_path)
+    policy_interrupt_on = interrupt_on_from_policy(list(policy_rules), workspace.demo_db_path)
+    interrupt_on = skip_answered_calls(policy_interrupt_on)  # calls over the limit already have an answer
     graph = create_agent(
         model,
         tools,
         system_prompt=SYSTEM_PROMPT,
         middleware=[
             HumanInTheLoopMiddleware(interrupt_on=interrupt_on, interrupt_mode="batched"),
-            ReviewNeedMemo(interrupt_on),
+            ReviewNeedMemo(policy_interrupt_on),
+            ToolCallsPerMessageLimit(workspace.limits.max_tool_calls_per_message),
             RepeatedRejectionGuard(),
         ],
         checkpointer=checkpointer,

@@ -12,8 +12,9 @@ and an optional NAMED condition from ``CONDITIONS``. Tools without a rule never 
 The middleware calls ``when`` again when a run resumes, and in batched mode the reviewer's
 decisions are matched to the calls that paused by position: if the answer changes in between,
 resuming fails ("Number of human decisions (1) does not match number of hanging tool calls (2)")
-or, worse, skips a decision. A condition may depend on data that changes meanwhile (for SQL, the
-demo database's schema, which any thread can alter). So the answer is taken ONCE per tool call:
+or, worse, skips a decision. A condition may depend on data that changes meanwhile (the
+built-in SQL condition does not: it classifies against the fixed demo schema; a custom one may).
+So the answer is taken ONCE per tool call:
 ``ReviewNeedMemo``, an after_model middleware that runs just before the HITL middleware, stores
 ``{tool_call_id: needs_review}`` in graph state (``REVIEW_NEED_KEY``, checkpointed with the
 thread), and ``PolicyCondition`` returns that stored answer whenever it exists.
@@ -43,7 +44,7 @@ from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 
-from hitl_app.agent.tools import is_read_only_sql
+from hitl_app.agent.sql_guard import is_read_only_sql
 from hitl_app.errors import StartupError
 from hitl_app.review.rights_policy import (
     DEFAULT_RIGHTS,
@@ -102,12 +103,13 @@ def _outside_drafts(_db: Path) -> Callable[[Mapping[str, Any]], bool]:
     return predicate
 
 
-def _not_read_only_sql(db: Path) -> Callable[[Mapping[str, Any]], bool]:
-    """Pause unless ``args["query"]`` is one statement SQLite says only reads (``is_read_only_sql``)."""
+def _not_read_only_sql(_db: Path) -> Callable[[Mapping[str, Any]], bool]:
+    """Pause unless ``args["query"]`` is one statement that only reads (``is_read_only_sql``,
+    which compiles it against the fixed demo schema, so the answer is the same on resume)."""
 
     def predicate(args: Mapping[str, Any]) -> bool:
         query = args.get("query")
-        return not (isinstance(query, str) and is_read_only_sql(query, db))
+        return not (isinstance(query, str) and is_read_only_sql(query))
 
     return predicate
 

@@ -3,11 +3,12 @@
 App database (``DATABASE_URL``): ``ThreadRecord`` (thread index), ``ReviewRequestRecord`` (one row
 per interrupt shown to a reviewer), ``AuditRecord`` (one row per decision), ``OutboxMail`` (what
 ``send_email`` sent) and ``ToolEffect`` (the recorded result of each executed tool call, which makes
-the demo tools idempotent per tool call id).
+the demo tools idempotent per tool call id). ``OutboxMail`` and ``ToolEffect`` carry the owner's
+key (``hitl_app.store.owners.owner_key``) so each owner sees only its own.
 
-Demo database (its own SQLite file, see ``Settings.demo_db_path``): ``Record``, the table
-``execute_sql`` and ``read_data`` work on. It is kept apart so an approved ``DROP TABLE`` cannot
-touch the app's own tables.
+Demo databases (one SQLite file per owner, see ``hitl_app.store.owners``): ``Record``, the table
+``execute_sql`` and ``read_data`` work on. They are kept apart so an approved ``DROP TABLE`` cannot
+touch the app's own tables or another owner's data.
 
 Times are timezone-aware UTC ``datetime`` values, both ways: every time column is ``UTCDateTime``,
 which stores UTC and returns aware UTC values whatever the backend (SQLite keeps no zone).
@@ -115,6 +116,7 @@ class OutboxMail(SQLModel, table=True):
     subject: str = Field(default="", max_length=500)
     body: str = ""
     sent_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    owner: str = Field(default="anonymous", max_length=64, index=True)
 
 
 class ToolEffect(SQLModel, table=True):
@@ -126,10 +128,11 @@ class ToolEffect(SQLModel, table=True):
     tool_name: str = Field(max_length=200)
     result: str
     created_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    owner: str = Field(default="anonymous", max_length=64, index=True)
 
 
 class Record(SQLModel, table=True):
-    """A row of the demo ``records`` table (lives in the demo database, not the app database)."""
+    """A row of the demo ``records`` table (lives in an owner's demo database, not the app database)."""
 
     __tablename__ = "records"
 

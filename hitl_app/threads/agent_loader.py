@@ -142,7 +142,8 @@ async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tupl
     from hitl_app.agent.checkpoint import open_checkpointer
     from hitl_app.agent.models import make_model
     from hitl_app.agent.policy import DEFAULT_POLICY, PolicyError, load_policy_toml
-    from hitl_app.agent.tools import DemoWorkspace
+    from hitl_app.agent.limits import ToolLimits
+    from hitl_app.agent.workspace import DemoWorkspace
 
     if settings.agent:
         if settings.policy_file:
@@ -161,7 +162,10 @@ async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tupl
 
     rules = load_policy_toml(settings.policy_file) if settings.policy_file else DEFAULT_POLICY
     model = make_model(settings)
-    workspace = DemoWorkspace(files_dir=settings.files_dir, engine=engines.sync, demo_db_path=settings.demo_db_path)
+    workspace = DemoWorkspace(
+        files_dir=settings.files_dir, engine=engines.sync, demo_db_path=settings.demo_db_path,
+        limits=ToolLimits.from_settings(settings),
+    )
     workspace.ensure()
     async with open_checkpointer(settings.database) as checkpointer:
         bundle = build_demo_agent(model=model, workspace=workspace, checkpointer=checkpointer, policy_rules=rules)

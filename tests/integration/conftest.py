@@ -12,7 +12,7 @@ import pytest
 from hitl_app.agent.build import build_demo_agent
 from hitl_app.agent.checkpoint import open_checkpointer
 from hitl_app.agent.demo import DemoChatModel
-from hitl_app.agent.tools import DemoWorkspace
+from hitl_app.agent.workspace import DemoWorkspace
 from hitl_app.store.db import make_engines
 from tests.helpers.postgres import fresh_database
 

@@ -83,7 +83,7 @@ async def test_c2_edit_sends_only_to_carol_and_reply_names_carol(make_agent, wor
 
 async def test_c1_reject_keeps_the_file_and_says_so(make_agent, workspace):
     graph, config = make_agent().graph, cfg()
-    target = workspace.files_dir / "notes/old.txt"
+    target = workspace.space().files_dir / "notes/old.txt"
     await drive(graph, user("delete notes/old.txt"), config)
     done = await drive(graph, resume({"type": "reject", "message": "not now"}), config)
     assert target.exists()
@@ -140,8 +140,8 @@ async def test_c5_parallel_batch_each_decision_lands_on_its_call(make_agent, wor
         config,
     )
     assert mails(workspace) == [("alice@example.com", "a")]
-    assert not (workspace.files_dir / "notes/y.txt").exists()
-    assert (workspace.files_dir / "notes/x.txt").exists()
+    assert not (workspace.space().files_dir / "notes/y.txt").exists()
+    assert (workspace.space().files_dir / "notes/x.txt").exists()
     text = done.texts[-1]
     assert "Sent the email to alice@example.com" in text
     assert "The email to bob@example.com did not happen" in text and "not bob" in text
@@ -165,9 +165,9 @@ async def test_write_under_drafts_runs_without_review_but_notes_pauses(make_agen
     graph, config = make_agent().graph, cfg()
     out = await drive(graph, user("write drafts/idea.md: a plan"), config)
     assert out.interrupts == []
-    assert (workspace.files_dir / "drafts/idea.md").read_text() == "a plan"
+    assert (workspace.space().files_dir / "drafts/idea.md").read_text() == "a plan"
     out = await drive(graph, user("write notes/idea.md: a plan"), config)
-    assert len(out.interrupts) == 1 and not (workspace.files_dir / "notes/idea.md").exists()
+    assert len(out.interrupts) == 1 and not (workspace.space().files_dir / "notes/idea.md").exists()
 
 
 async def test_tool_error_becomes_an_error_message_not_a_crash(make_agent, workspace):
@@ -201,7 +201,7 @@ async def test_c3_identical_call_after_rejection_stops_the_loop(make_agent, work
     done = await drive(graph, resume({"type": "reject", "message": "keep it"}), config)
     assert done.interrupts == []  # no second card
     assert done.tool_calls[0][0]["name"] == "delete_file"  # the model did re-propose it
-    assert (workspace.files_dir / "notes/old.txt").exists()
+    assert (workspace.space().files_dir / "notes/old.txt").exists()
     msgs = await messages(graph, config)
     assert_pairing(msgs)
     assert isinstance(msgs[-1], AIMessage) and msgs[-1].text.startswith("I stopped here")
@@ -234,7 +234,7 @@ CHILD = textwrap.dedent(
     from hitl_app.agent.build import build_demo_agent
     from hitl_app.agent.checkpoint import open_checkpointer
     from hitl_app.agent.demo import DemoChatModel
-    from hitl_app.agent.tools import DemoWorkspace
+    from hitl_app.agent.workspace import DemoWorkspace
     from hitl_app.store.db import make_engines
 
     async def main(tmp, url, thread_id, expected_path):

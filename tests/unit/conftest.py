@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from hitl_app.agent.tools import DemoWorkspace, build_tools
+from hitl_app.agent.tools import build_tools
+from hitl_app.agent.workspace import DemoWorkspace
 from hitl_app.store.db import make_engines
 
 

@@ -15,7 +15,7 @@ from hitl_app.agent.policy import (
     interrupt_on_from_policy,
     load_policy_toml,
 )
-from hitl_app.agent.tools import is_read_only_sql
+from hitl_app.agent.sql_guard import is_read_only_sql
 
 
 @pytest.fixture
@@ -70,14 +70,14 @@ def test_write_pauses_outside_drafts(interrupt_on, path, expected):
 )
 def test_sql_pauses_unless_read_only(interrupt_on, workspace, query, expected):
     assert pauses(interrupt_on, "execute_sql", {"query": query}) is expected
-    assert is_read_only_sql(query, workspace.demo_db_path) is (not expected)
+    assert is_read_only_sql(query) is (not expected)
 
 
 def test_read_only_check_does_not_run_the_statement(workspace):
     import sqlite3
 
-    is_read_only_sql("DELETE FROM records", workspace.demo_db_path)
-    with sqlite3.connect(workspace.demo_db_path) as conn:
+    is_read_only_sql("DELETE FROM records")
+    with sqlite3.connect(workspace.space().demo_db) as conn:
         assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == 10
 
 

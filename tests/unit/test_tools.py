@@ -9,7 +9,7 @@ import pytest
 from langchain.tools import ToolRuntime
 from sqlmodel import Session, select
 
-from hitl_app.agent.tools import SandboxError, resolve_in_sandbox
+from hitl_app.agent.sandbox import SandboxError, resolve_in_sandbox
 from hitl_app.store.tables import OutboxMail, ToolEffect
 
 
@@ -34,11 +34,11 @@ def outbox(workspace):
 
 
 def test_ensure_seeds_files_and_records(workspace):
-    assert (workspace.files_dir / "notes/old.txt").is_file()
-    assert (workspace.files_dir / "drafts/README.md").is_file()
-    (workspace.files_dir / "notes/old.txt").unlink()
+    assert (workspace.space().files_dir / "notes/old.txt").is_file()
+    assert (workspace.space().files_dir / "drafts/README.md").is_file()
+    (workspace.space().files_dir / "notes/old.txt").unlink()
     workspace.ensure()  # the folder is not new: nothing re-seeded
-    assert not (workspace.files_dir / "notes/old.txt").exists()
+    assert not (workspace.space().files_dir / "notes/old.txt").exists()
 
 
 @pytest.mark.parametrize(
@@ -56,24 +56,24 @@ def test_ensure_seeds_files_and_records(workspace):
 )
 def test_sandbox_refuses(workspace, path, reason):
     with pytest.raises(SandboxError, match=reason):
-        resolve_in_sandbox(workspace.files_dir, path)
+        resolve_in_sandbox(workspace.space().files_dir, path)
 
 
 def test_sandbox_refuses_symlinks_anywhere_on_the_path(workspace, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "secret.txt").write_text("secret")
-    os.symlink(outside, workspace.files_dir / "link")
-    os.symlink(outside / "secret.txt", workspace.files_dir / "notes/leaf.txt")
+    os.symlink(outside, workspace.space().files_dir / "link")
+    os.symlink(outside / "secret.txt", workspace.space().files_dir / "notes/leaf.txt")
     for p in ("link/secret.txt", "link/new.txt", "notes/leaf.txt"):
         with pytest.raises(SandboxError, match="Symlink"):
-            resolve_in_sandbox(workspace.files_dir, p)
+            resolve_in_sandbox(workspace.space().files_dir, p)
 
 
 def test_refusal_is_an_error_tool_message_and_nothing_happens(tools, workspace, tmp_path):
     msg = call(tools["write_file"], "c1", path="../escape.txt", content="x")
     assert msg.status == "error" and "Refused path" in msg.text
-    assert not (workspace.files_dir.parent / "escape.txt").exists()
+    assert not (workspace.files_root.parent / "escape.txt").exists()
     msg = call(tools["delete_file"], "c2", path="/etc/hostname")
     assert msg.status == "error" and "Absolute" in msg.text
 
@@ -81,10 +81,10 @@ def test_refusal_is_an_error_tool_message_and_nothing_happens(tools, workspace, 
 def test_write_and_delete_have_real_effects(tools, workspace):
     msg = call(tools["write_file"], "w1", path="drafts/new/plan.md", content="héllo")
     assert msg.status == "success"
-    assert (workspace.files_dir / "drafts/new/plan.md").read_text(encoding="utf-8") == "héllo"
-    assert not [p for p in (workspace.files_dir / "drafts/new").iterdir() if p.name.startswith(".tmp-")]
+    assert (workspace.space().files_dir / "drafts/new/plan.md").read_text(encoding="utf-8") == "héllo"
+    assert not [p for p in (workspace.space().files_dir / "drafts/new").iterdir() if p.name.startswith(".tmp-")]
     msg = call(tools["delete_file"], "d1", path="notes/x.txt")
-    assert msg.status == "success" and not (workspace.files_dir / "notes/x.txt").exists()
+    assert msg.status == "success" and not (workspace.space().files_dir / "notes/x.txt").exists()
 
 
 def test_delete_missing_file_is_an_error(tools):
@@ -97,7 +97,7 @@ def test_send_email_is_idempotent_per_tool_call_id(tools, workspace):
     again = call(tools["send_email"], "e1", to="a@example.com", subject="s", body="b")
     assert first.text == again.text
     mails = outbox(workspace)
-    assert [(m.to, m.tool_call_id) for m in mails] == [("a@example.com", "t1:e1")]
+    assert [(m.to, m.tool_call_id, m.owner) for m in mails] == [("a@example.com", "t1:e1", "anonymous")]
     # the same call id in another thread is another call
     call(tools["send_email"], "e1", thread_id="t2", to="a@example.com", subject="s", body="b")
     assert len(outbox(workspace)) == 2
@@ -149,13 +149,13 @@ def test_read_records_after_the_table_was_dropped_is_a_tool_error_not_a_crash(tm
 
     from langchain_core.tools import ToolException
 
-    from hitl_app.agent.tools import DemoWorkspace
+    from hitl_app.agent.workspace import DemoWorkspace
     from hitl_app.store.db import make_engines
 
     engines = make_engines(f"sqlite:///{tmp_path / 'app.sqlite'}")
     ws = DemoWorkspace(tmp_path / "files", engines.sync, tmp_path / "demo.sqlite")
     ws.ensure()
-    conn = sqlite3.connect(tmp_path / "demo.sqlite")
+    conn = sqlite3.connect(ws.space().demo_db)
     conn.execute("DROP TABLE records")
     conn.commit()
     conn.close()
@@ -172,16 +172,16 @@ def test_workspace_set_up_by_several_processes_at_once_seeds_once(tmp_path):
 
     code = (
         "import sys; from pathlib import Path; from hitl_app.store.db import make_engines;"
-        "from hitl_app.agent.tools import DemoWorkspace; d=Path(sys.argv[1]);"
+        "from hitl_app.agent.workspace import DemoWorkspace; d=Path(sys.argv[1]);"
         "e=make_engines(f'sqlite:///{d}/app.sqlite'); DemoWorkspace(d/'files', e.sync, d/'demo.sqlite').ensure()"
     )
     procs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)]) for _ in range(6)]
     assert [p.wait(timeout=60) for p in procs] == [0] * 6
     import sqlite3
 
-    conn = sqlite3.connect(tmp_path / "demo.sqlite")
-    from hitl_app.agent.tools import SEED_RECORDS
+    conn = sqlite3.connect(tmp_path / "demo" / "anonymous.sqlite")
+    from hitl_app.agent.workspace import SEED_RECORDS
 
     assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == len(SEED_RECORDS)
     conn.close()
-    assert (tmp_path / "files" / "notes" / "old.txt").exists()
+    assert (tmp_path / "files" / "anonymous" / "notes" / "old.txt").exists()
