@@ -74,6 +74,7 @@ def _result(cur: sqlite3.Cursor, limits: ToolLimits) -> str:
     if not cur.description:
         return f"{max(cur.rowcount, 0)} rows affected."
     columns, rows, note = fetch_bounded(cur, limits)
+    cur.close()  # reset the statement: no pending read when the transaction commits
     out: dict[str, Any] = {"columns": columns, "rows": rows, "truncated": note is not None}
     if note:
         out["note"] = note

@@ -25,7 +25,7 @@ from tests.unit.test_tools import call, runtime
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 SLOW_UPDATE = (
     "UPDATE records SET amount = amount + 1 WHERE (SELECT count(*) FROM (WITH RECURSIVE c(x) AS "
-    "(SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 10000000) SELECT x FROM c)) > 0"
+    "(SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 5000000) SELECT x FROM c)) > 0"
 )
 
 
@@ -89,7 +89,7 @@ async def test_stop_interrupts_the_running_query_and_frees_the_thread(make_tools
     loop = asyncio.get_running_loop()
     loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=1))
     task = asyncio.create_task(ainvoke(tools["execute_sql"], "r1", query=ENDLESS))
-    assert await cancel_after(task, 0.5) < 1.0
+    assert await cancel_after(task, 0.5) < 1.5  # about a second, with slack for a busy machine
     # the only worker thread is free again: new work runs at once
     await asyncio.wait_for(loop.run_in_executor(None, lambda: None), 0.5)
 
@@ -106,7 +106,7 @@ async def test_an_approved_write_stopped_midway_then_continued_applies_exactly_o
     ws, tools = make_tools(sql_timeout_s=60)
     before = total(ws)
     task = asyncio.create_task(ainvoke(tools["execute_sql"], "u1", query=SLOW_UPDATE))
-    await cancel_after(task, 0.4)
+    await cancel_after(task, 0.3)
     assert total(ws) == before  # interrupted and rolled back
     msg = await ainvoke(tools["execute_sql"], "u1", query=SLOW_UPDATE)
     assert msg.text == "10 rows affected."
@@ -144,3 +144,16 @@ async def test_one_message_starts_at_most_the_limit_of_tool_calls(tmp_path):
     [intr] = (await graph.aget_state(config)).interrupts
     assert len(intr.value["action_requests"]) == 3
     engines.sync.dispose()
+
+
+def test_approved_statements_with_results_are_recorded_too(make_tools):
+    ws, tools = make_tools()
+    q = "INSERT INTO records (name, category, amount) VALUES ('Desk lamp', 'furniture', 30) RETURNING id, name"
+    first = call(tools["execute_sql"], "i1", query=q)
+    assert json.loads(first.text)["rows"] == [[11, "Desk lamp"]]
+    assert call(tools["execute_sql"], "i1", query=q).text == first.text  # replay: recorded, not inserted again
+    assert call(tools["execute_sql"], "c1", query="CREATE TABLE notes (body TEXT)").text == "0 rows affected."
+    rows = json.loads(call(tools["execute_sql"], "s1", query="SELECT count(*) FROM notes").text)["rows"]
+    assert rows == [[0]]
+    with sqlite3.connect(ws.space().demo_db) as conn:
+        assert conn.execute("SELECT count(*) FROM records WHERE name = 'Desk lamp'").fetchone()[0] == 1
