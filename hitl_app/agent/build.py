@@ -6,7 +6,7 @@ Uses ``langchain.agents.create_agent`` with, in this order,
 reverse list order, so the guard sees each model message first (see ``guards.py``), then the
 limit answers the calls beyond the per-message limit (see ``call_limit.py``), then the memo takes
 each call's "needs review?" answer once (see ``policy.py``), then the HITL middleware raises the
-card.
+card. Last, ``OwnerWorkspaceSetup`` creates the run owner's workspace when a run starts.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from hitl_app.agent.policy import (
     describe_policy,
     interrupt_on_from_policy,
 )
-from hitl_app.agent.tools import build_tools
+from hitl_app.agent.tools import OwnerWorkspaceSetup, build_tools
 from hitl_app.agent.workspace import DemoWorkspace
 
 SYSTEM_PROMPT = (
@@ -92,6 +92,7 @@ def build_demo_agent(
             ReviewNeedMemo(policy_interrupt_on),
             ToolCallsPerMessageLimit(workspace.limits.max_tool_calls_per_message),
             RepeatedRejectionGuard(),
+            OwnerWorkspaceSetup(workspace),
         ],
         checkpointer=checkpointer,
     )

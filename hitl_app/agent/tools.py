@@ -27,8 +27,11 @@ import uuid
 from collections.abc import Callable
 from typing import Annotated, Any
 
+from langchain.agents.middleware import AgentMiddleware, AgentState
 from langchain.tools import ToolRuntime
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
 from pydantic import Field
 
 from hitl_app.agent.payments import make_transfer_funds
@@ -80,6 +83,37 @@ async def run_cancellable(work: Callable[[QueryCancel], str]) -> str:
         if not future.cancelled():
             future.exception()  # retrieved: QueryCancelled is the expected outcome
         raise
+
+
+class OwnerWorkspaceSetup(AgentMiddleware):
+    """Creates the run owner's workspace (seeded sandbox and demo database) when a run starts.
+
+    A ``before_agent`` hook: the owner (``config["configurable"]["owner"]``) then sees the seed
+    files and records in the Workspace panel from the first message on, before any tool ran.
+    Returns no state update.
+    """
+
+    def __init__(self, workspace: DemoWorkspace) -> None:
+        super().__init__()
+        self.workspace = workspace
+
+    def before_agent(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        """Create the owner's space if missing (idempotent, cached per process)."""
+        self.workspace.space(_run_owner())
+        return None
+
+    async def abefore_agent(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        """Async variant of ``before_agent`` (the file work runs in a thread)."""
+        await asyncio.to_thread(self.workspace.space, _run_owner())
+        return None
+
+
+def _run_owner() -> str:
+    try:
+        owner = (get_config().get("configurable") or {}).get("owner")
+    except RuntimeError:  # outside a run
+        return ""
+    return owner if isinstance(owner, str) else ""
 
 
 def build_tools(workspace: DemoWorkspace) -> list[BaseTool]:

@@ -8,7 +8,7 @@ import json
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import cards, messages, open_new_thread, open_workspace, reply_to, send, paste, wait_idle
+from tests.e2e.ui import cards, messages, open_new_thread, open_workspace, own_sandbox, reply_to, send, paste, wait_idle
 from tests.helpers.app_server import AppServer
 
 XSS_MARKERS = "window.__xss"
@@ -105,7 +105,7 @@ def test_html_and_script_in_text_and_arguments_are_shown_as_text(page: Page, app
     expect(messages(page, "tool")).to_have_count(2)
     expect(page.get_by_test_id("thread").locator("img, script, iframe, object, embed, b")).to_have_count(0)
     # the file holds the literal text
-    assert "<script>alert(2)</script>" in (app_server.data_dir / "files" / "notes" / "evil.txt").read_text()
+    assert "<script>alert(2)</script>" in (own_sandbox(page, app_server) / "notes" / "evil.txt").read_text()
 
 
 def test_megabyte_composer_message_gets_a_limit_message_and_the_thread_stays_usable(page: Page, app_server: AppServer):

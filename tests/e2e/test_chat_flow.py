@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import buttons_on, card, cards, messages, open_new_thread, open_workspace, reply_to, send, wait_idle
+from tests.e2e.ui import buttons_on, card, cards, messages, open_new_thread, open_workspace, own_sandbox, reply_to, send, wait_idle
 from tests.helpers.app_server import AppServer
 
 
@@ -79,11 +79,10 @@ def test_three_action_batch_decided_out_of_order(page: Page, app_server: AppServ
     """C5 (as far as issue 2's policy allows) and C4: cards decided in the order 3, 1, 2; a
     submission with one card undecided is refused readably and starts nothing. (The outbox is
     shared by the session's server, so the addresses are this test's own.)"""
-    target = app_server.data_dir / "files" / "notes" / "x.txt"
+    open_new_thread(page, app_server)
+    target = own_sandbox(page, app_server) / "notes" / "x.txt"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("to be deleted")
-
-    open_new_thread(page, app_server)
     send(page, "email alice@batch.example.com about a and email bob@batch.example.com about b and delete notes/x.txt")
     expect(cards(page)).to_have_count(3)
     assert [cards(page).nth(i).get_attribute("data-action-name") for i in range(3)] == ["send_email", "send_email", "delete_file"]
@@ -186,11 +185,10 @@ def test_sidebar_lists_threads_with_title_and_pending_badge(page: Page, app_serv
 
 def test_approve_the_rest_keeps_decisions_already_made(page: Page, app_server: AppServer):
     """QA finding: "Approve all" must not overwrite a Reject (or an edit) the reviewer chose."""
-    target = app_server.data_dir / "files" / "notes" / "keep.txt"
+    open_new_thread(page, app_server)
+    target = own_sandbox(page, app_server) / "notes" / "keep.txt"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text("keep me")
-
-    open_new_thread(page, app_server)
     send(page, "email gil@rest.example.com about one and delete notes/keep.txt and email hal@rest.example.com about two")
     expect(cards(page)).to_have_count(3)
     expect(page.get_by_test_id("approve-all")).to_have_text("Approve all")

@@ -132,3 +132,18 @@ def shoot(page: Page, name: str) -> Path:
     path = SHOTS / f"{name}.png"
     page.screenshot(path=str(path))
     return path
+
+
+def own_sandbox(page: Page, server: AppServer) -> Path:
+    """The files sandbox this page's browser owns, ``<data>/files/<owner key>/`` (may not exist yet).
+
+    The owner is the page's ``hitl_browser_id`` (read from localStorage after the app set it).
+    """
+    import json
+
+    from hitl_app.store.owners import owner_space
+
+    raw = page.evaluate("() => localStorage.getItem('hitl_browser_id')") or ""
+    owner = json.loads(raw) if raw.startswith('"') else raw
+    data = server.data_dir
+    return owner_space(files_root=data / "files", demo_db_path=data / "demo_records.sqlite", owner=owner).files_dir

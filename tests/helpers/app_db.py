@@ -50,3 +50,16 @@ def tool_effects(data_dir: Path, tool_name: str | None = None) -> int:
     if tool_name:
         return query(data_dir, "SELECT count(*) FROM tool_effects WHERE tool_name = ?", (tool_name,))[0][0]
     return query(data_dir, "SELECT count(*) FROM tool_effects")[0][0]
+
+
+def sandbox(data_dir: Path, owner: str) -> Path:
+    """The files sandbox ``owner``'s tools act on: ``<data_dir>/files/<owner key>/``.
+
+    Falls back to the shared anonymous sandbox when the owner's does not exist (a server whose
+    runs do not carry the thread's owner acts there).
+    """
+    from hitl_app.store.owners import owner_space
+
+    files = Path(data_dir) / "files"
+    own = owner_space(files_root=files, demo_db_path=Path(data_dir) / "demo_records.sqlite", owner=owner).files_dir
+    return own if own.exists() else files / "anonymous"

@@ -75,9 +75,9 @@ def test_state_paths_are_the_apps_state_names():
 async def test_decision_type_the_policy_does_not_allow_is_refused(server: AppServer):
     c, tid = await open_thread(server)
     try:
-        target = server.data_dir / "files" / "notes" / "old.txt"
-        assert target.exists()
         cards = await start_review(c, "delete notes/old.txt")
+        target = app_db.sandbox(server.data_dir, c.browser_id) / "notes" / "old.txt"
+        assert target.exists()
         assert cards[0]["allowed"] == ["approve", "reject"]
 
         await c.call("ReviewState.choose", index=0, kind="edit")
@@ -93,7 +93,7 @@ async def test_decision_type_the_policy_does_not_allow_is_refused(server: AppSer
         await c.call("ReviewState.submit")
         await c.wait_for(lambda c: "0 of 1 decided" in c.review.get("review_error", ""))
         await c.settle()
-        assert target.exists() and (server.data_dir / "files/notes/x.txt").exists()
+        assert target.exists() and (target.parent / "x.txt").exists()
         assert app_db.audit_rows(server.data_dir, tid) == []
         assert c.chat["status"] == "review"
 

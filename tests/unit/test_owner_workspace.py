@@ -153,7 +153,11 @@ async def test_the_agent_acts_in_the_owner_named_in_the_run_config(workspace):
 
     graph = build_demo_agent(model=DemoChatModel(words_per_second=0), workspace=workspace, checkpointer=InMemorySaver()).graph
     config = {"configurable": {"thread_id": str(uuid.uuid4()), "owner": ALICE}}
+    own = owner_space(files_root=workspace.files_root, demo_db_path=workspace.demo_db_path, owner=ALICE)
+    assert not own.files_dir.exists()
     await graph.ainvoke({"messages": [{"role": "user", "content": "email pat@example.com about budget: ok"}]}, config)
+    # the run created the owner's seeded workspace, before any tool ran (the card is pending)
+    assert (own.files_dir / "notes/old.txt").exists() and len(inspect.records(db_path=own.demo_db)[1]) == 10
     await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
     assert [m.recipient for m in inspect.outbox(engine=workspace.engine, owner=ALICE)] == ["pat@example.com"]
     assert inspect.outbox(engine=workspace.engine, owner=BOB) == []
