@@ -38,7 +38,7 @@ from pathlib import Path
 
 from langchain_core.tools import ToolException
 from sqlalchemy import Engine, inspect, text
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel, col, select
 
 from hitl_app.agent.limits import ToolLimits
