@@ -148,10 +148,13 @@ def test_the_review_need_is_taken_once_per_tool_call_and_survives_a_schema_chang
     memo = ReviewNeedMemo(interrupt_on).after_model(state, None)
     assert memo == {REVIEW_NEED_KEY: {"c1": False, "c2": True}}  # send_email has no condition
 
-    with sqlite3.connect(workspace.demo_db_path) as conn:
+    with sqlite3.connect(workspace.space().demo_db) as conn:
         conn.execute("DROP TABLE records")
-    assert pauses(interrupt_on, "execute_sql", select["args"]) is True  # the live answer changed
+    # SQL is classified against the fixed demo schema, so the live answer does not change either
+    assert pauses(interrupt_on, "execute_sql", select["args"]) is False
     when = interrupt_on["execute_sql"]["when"]
+    stored = {**state, REVIEW_NEED_KEY: {"c1": True, "c2": True}}
+    assert when(SimpleNamespace(tool_call=select, state=stored)) is True  # a stored answer wins over the live one
     resumed = {**state, **memo}
-    assert when(SimpleNamespace(tool_call=select, state=resumed)) is False  # the stored one did not
+    assert when(SimpleNamespace(tool_call=select, state=resumed)) is False
     assert ReviewNeedMemo(interrupt_on).after_model(resumed, None) == memo  # re-entry keeps it
