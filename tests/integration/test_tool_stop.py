@@ -11,7 +11,7 @@ import uuid
 
 import pytest
 
-from hitl_app.agent.demo_model import DemoChatModel
+from hitl_app.agent.demo import DemoChatModel
 from hitl_app.agent.limits import ToolLimits
 from hitl_app.agent.workspace import DemoWorkspace
 from hitl_app.store.db import create_schema, make_engines
