@@ -29,7 +29,7 @@ async def test_team_policy_pays_once_after_two_reviewers_approve(make_agent, wor
         {"name": "transfer_funds", "args": {"amount": 1500, "to": "Bob"}, "description": "Pay 1500 to Bob"}
     ]
     assert intr.value["review_configs"] == [{"action_name": "transfer_funds", "allowed_decisions": ["approve", "reject"]}]
-    assert payments(workspace.demo_db_path) == []  # nothing is paid before the decision
+    assert payments(workspace.space("1").demo_db) == []  # nothing is paid before the decision
 
     # The review rights of this card, from the same policy: the member who asked cannot approve,
     # and it takes two reviewers.
@@ -44,7 +44,7 @@ async def test_team_policy_pays_once_after_two_reviewers_approve(make_agent, wor
 
     done = await drive(graph, Command(resume={"decisions": [{"type": "approve"}]}), config)
     assert done.interrupts == [] and done.texts == ["Paid 1500 to Bob."]
-    [row] = payments(workspace.demo_db_path)
+    [row] = payments(workspace.space("1").demo_db)
     assert (row.amount, row.recipient) == (1500.0, "Bob")
 
     # A replay of the same tool call (Stop and Continue, a crash and a resume) does not pay again.
@@ -56,7 +56,7 @@ async def test_team_policy_pays_once_after_two_reviewers_approve(make_agent, wor
         "amount": 1500, "to": "Bob", "runtime": ToolRuntime(
             state={}, context=None, config=config, stream_writer=lambda _: None, tool_call_id=call_id, store=None)}})
     assert again.text == "Paid 1,500.00 to Bob."
-    assert len(payments(workspace.demo_db_path)) == 1
+    assert len(payments(workspace.space("1").demo_db)) == 1
 
 
 async def test_team_policy_reject_pays_nothing(make_agent, workspace):
@@ -65,4 +65,4 @@ async def test_team_policy_reject_pays_nothing(make_agent, workspace):
     await drive(graph, {"messages": [{"role": "user", "content": "pay 20 to Bob"}]}, config)
     done = await drive(graph, Command(resume={"decisions": [{"type": "reject", "message": "no invoice"}]}), config)
     assert done.texts == ["The payment of 20 to Bob did not happen: the reviewer rejected it (reason: no invoice)."]
-    assert payments(workspace.demo_db_path) == []
+    assert payments(workspace.space("1").demo_db) == []

@@ -26,7 +26,7 @@ def pay(tool, call_id: str, thread_id: str = "t1", **args):
 def test_a_transfer_is_a_row_in_the_ledger(tools, workspace):
     msg = pay(tools["transfer_funds"], "c1", amount=1500, to="Bob")
     assert msg.status == "success" and msg.text == "Paid 1,500.00 to Bob."
-    [row] = payments(workspace.demo_db_path)
+    [row] = payments(workspace.space("mia").demo_db)
     assert (row.tool_call_id, row.amount, row.recipient) == ("t1:c1", 1500.0, "Bob")
 
 
@@ -35,7 +35,7 @@ def test_a_replay_of_the_same_call_does_not_pay_again(tools, workspace):
     again = pay(tools["transfer_funds"], "c1", amount=20.499, to=" Bob ")
     other_thread = pay(tools["transfer_funds"], "c1", thread_id="t2", amount=20.499, to="Bob")
     assert first.text == again.text == other_thread.text == "Paid 20.50 to Bob."
-    assert [(p.tool_call_id, p.amount, p.recipient) for p in payments(workspace.demo_db_path)] == [
+    assert [(p.tool_call_id, p.amount, p.recipient) for p in payments(workspace.space("mia").demo_db)] == [
         ("t1:c1", 20.5, "Bob"), ("t2:c1", 20.5, "Bob")
     ]
 
@@ -44,7 +44,7 @@ def test_concurrent_replays_pay_once(workspace):
     results: list[str] = []
 
     def run() -> None:
-        results.append(transfer_once(workspace.demo_db_path, "t1:race", 99, "Ann"))
+        results.append(transfer_once(workspace.space("mia").demo_db, "t1:race", 99, "Ann"))
 
     threads = [threading.Thread(target=run) for _ in range(6)]
     for t in threads:
@@ -52,7 +52,7 @@ def test_concurrent_replays_pay_once(workspace):
     for t in threads:
         t.join()
     assert results == ["Paid 99.00 to Ann."] * 6
-    assert len(payments(workspace.demo_db_path)) == 1
+    assert len(payments(workspace.space("mia").demo_db)) == 1
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_concurrent_replays_pay_once(workspace):
 def test_bad_amounts_and_names_pay_nothing(tools, workspace, args, needle):
     msg = pay(tools["transfer_funds"], "bad", **args)
     assert msg.status == "error" and needle in msg.text
-    assert payments(workspace.demo_db_path) == []
+    assert payments(workspace.space("mia").demo_db) == []
 
 
 def test_the_ledger_is_empty_before_the_first_payment(tmp_path):
