@@ -53,7 +53,8 @@ class RunDriver:
         session: opens an ``AsyncSession`` on the app database.
         lock_for: the thread's lock, shared with the service: a run's index rows are written
             under it, so a submission or a new turn waits for them.
-        flush_interval: seconds between streamed text deltas (``TextBatcher``).
+        flush_interval: the least time between two streamed text deltas, in seconds
+            (``TextBatcher``: a token after a quiet gap goes out at once).
 
     Attributes:
         tasks: thread id -> the task of its live run in this process.
@@ -120,9 +121,8 @@ class RunDriver:
         bus = self.bus
         batcher = TextBatcher(
             lambda text: bus.publish(thread_id, RunEvent(kind="text", run_id=run_id, delta=text)),
-            interval_s=self.flush_interval,
+            gap_s=self.flush_interval,
         )
-        tick = asyncio.create_task(batcher.tick())
         outcome: RunOutcome = "finished"
         error: str | None = None
         try:
@@ -141,7 +141,6 @@ class RunDriver:
             outcome, error = "failed", describe_run_error(exc)
             log.warning("run failed thread=%s run=%s: %s", thread_id, run_id, error)
         finally:
-            tick.cancel()
             batcher.flush()
         return outcome, error
 
