@@ -46,17 +46,30 @@ INIT_JS = r"""
     B.words = []; B.cardAt = null; B.finalAt = null;
     B.assistants0 = document.querySelectorAll("[data-testid=message][data-role=assistant]").length;
   };
-  // Word count of the streaming bubble, kept incrementally: a batch of mutations that only
-  // appends text nodes inside the bubble adds the words of the new text (O(new text)); any other
-  // change inside it (a block element added, a reset, a removal) recounts the whole bubble.
+  // Word count of the streaming bubble, kept incrementally: a batch of mutations that only adds
+  // text at the end (new text nodes, or appendData on one) adds the words of the new text
+  // (O(new text)); any other change inside the bubble (an element added, a reset, a removal)
+  // recounts it. W.seen: text node -> how many of its characters are counted.
   const words = (text) => { const m = text.match(/\S+/g); return m ? m.length : 0; };
-  const W = { el: null, n: 0, inWord: false };
+  const W = { el: null, n: 0, inWord: false, seen: new WeakMap() };
   const recount = (s) => {
     const text = s.textContent || "";
-    W.el = s; W.n = words(text); W.inWord = text.length > 0 && !/\s$/.test(text);
+    W.el = s; W.n = words(text); W.inWord = text.length > 0 && !/\s$/.test(text); W.seen = new WeakMap();
+    const walk = document.createTreeWalker(s, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) W.seen.set(node, node.data.length);
   };
-  const textOnly = (r) => r.type === "childList" && r.removedNodes.length === 0
-    && Array.prototype.every.call(r.addedNodes, (n) => n.nodeType === 3);
+  const textOnly = (r) => r.type === "characterData" || (r.type === "childList" && r.removedNodes.length === 0
+    && Array.prototype.every.call(r.addedNodes, (n) => n.nodeType === 3));
+  const add = (node) => {
+    const from = W.seen.get(node) || 0;
+    if (node.data.length < from) return false;
+    const text = node.data.slice(from);
+    W.seen.set(node, node.data.length);
+    if (!text) return true;
+    W.n += words(text) - (W.inWord && !/^\s/.test(text) ? 1 : 0);
+    W.inWord = !/\s$/.test(text);
+    return true;
+  };
   const scan = (records) => {
     const t = now();
     const elementAdded = records.some((r) => !textOnly(r));
@@ -67,13 +80,10 @@ INIT_JS = r"""
     } else if (s !== W.el || records.some((r) => !textOnly(r) && s.contains(r.target))) {
       recount(s);
     } else {
-      for (const r of records) {
+      outer: for (const r of records) {
         if (!s.contains(r.target)) continue;
-        for (const node of r.addedNodes) {
-          const text = node.data;
-          if (!text) continue;
-          W.n += words(text) - (W.inWord && !/^\s/.test(text) ? 1 : 0);
-          W.inWord = !/\s$/.test(text);
+        for (const node of r.type === "characterData" ? [r.target] : r.addedNodes) {
+          if (!add(node)) { recount(s); break outer; }
         }
       }
     }
