@@ -6,7 +6,9 @@ performance.now()``, the server's model trace uses ``time.time()``; same machine
 * An init script installs a MutationObserver on the whole document. After each batch of DOM
   mutations it counts the words in ``[data-testid=streaming-message]`` (the demo model's tokens
   are single words, so word k of the DOM text is token k) and stamps the first time the count
-  reaches each k. It also stamps the first appearance of an ``approval-card`` and of a new
+  reaches each k. The count is incremental: a batch that only appends text nodes adds the words
+  of the new text; anything else inside the bubble recounts it (so the observer's own cost,
+  which is inside the main-thread figure, does not grow with the reply). It also stamps the first appearance of an ``approval-card`` and of a new
   committed assistant ``message``, and (capture phase) every click on an element with a test id.
 * Per-token lag = DOM time of word k - the time the model emitted token k, read from the model
   trace written in the server (bench/_inject/sitecustomize.py). "Page shows the whole reply" =
@@ -44,17 +46,50 @@ INIT_JS = r"""
     B.words = []; B.cardAt = null; B.finalAt = null;
     B.assistants0 = document.querySelectorAll("[data-testid=message][data-role=assistant]").length;
   };
-  const scan = () => {
+  // Word count of the streaming bubble, kept incrementally: a batch of mutations that only adds
+  // text at the end (new text nodes, or appendData on one) adds the words of the new text
+  // (O(new text)); any other change inside the bubble (an element added, a reset, a removal)
+  // recounts it. W.seen: text node -> how many of its characters are counted.
+  const words = (text) => { const m = text.match(/\S+/g); return m ? m.length : 0; };
+  const W = { el: null, n: 0, inWord: false, seen: new WeakMap() };
+  const recount = (s) => {
+    const text = s.textContent || "";
+    W.el = s; W.n = words(text); W.inWord = text.length > 0 && !/\s$/.test(text); W.seen = new WeakMap();
+    const walk = document.createTreeWalker(s, NodeFilter.SHOW_TEXT);
+    for (let node = walk.nextNode(); node; node = walk.nextNode()) W.seen.set(node, node.data.length);
+  };
+  const textOnly = (r) => r.type === "characterData" || (r.type === "childList" && r.removedNodes.length === 0
+    && Array.prototype.every.call(r.addedNodes, (n) => n.nodeType === 3));
+  const add = (node) => {
+    const from = W.seen.get(node) || 0;
+    if (node.data.length < from) return false;
+    const text = node.data.slice(from);
+    W.seen.set(node, node.data.length);
+    if (!text) return true;
+    W.n += words(text) - (W.inWord && !/^\s/.test(text) ? 1 : 0);
+    W.inWord = !/\s$/.test(text);
+    return true;
+  };
+  const scan = (records) => {
     const t = now();
-    const s = document.querySelector("[data-testid=streaming-message]");
-    if (s) {
-      const text = s.textContent || "";
-      if (!text.includes("Thinking\u2026")) {
-        const trimmed = text.trim();
-        const n = trimmed ? trimmed.split(/\s+/).length : 0;
-        while (B.words.length < n) B.words.push(t);
+    const elementAdded = records.some((r) => !textOnly(r));
+    let s = W.el && W.el.isConnected ? W.el : null;
+    if (!s || elementAdded) s = document.querySelector("[data-testid=streaming-message]");
+    if (!s) {
+      W.el = null;
+    } else if (s !== W.el || records.some((r) => !textOnly(r) && s.contains(r.target))) {
+      recount(s);
+    } else {
+      outer: for (const r of records) {
+        if (!s.contains(r.target)) continue;
+        for (const node of r.type === "characterData" ? [r.target] : r.addedNodes) {
+          if (!add(node)) { recount(s); break outer; }
+        }
       }
     }
+    const n = s ? W.n : 0;
+    while (B.words.length < n) B.words.push(t);
+    if (!elementAdded) return;  // a card or a committed message adds elements
     if (B.cardAt === null && document.querySelector("[data-testid=approval-card] [data-testid^=decision-]")) B.cardAt = t;
     if (B.finalAt === null && document.querySelectorAll("[data-testid=message][data-role=assistant]").length > B.assistants0) B.finalAt = t;
     if (B.msgTarget >= 0 && B.msgsAt === null && document.querySelectorAll("[data-testid=message]").length >= B.msgTarget) B.msgsAt = t;

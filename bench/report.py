@@ -1,4 +1,7 @@
-"""The printed table: each figure beside its target from issue 5 (targets are reported, never asserted)."""
+"""The printed table: each figure beside its target (targets are reported, never asserted).
+
+Where agent-chat-ui (with ``langgraph dev``, measured the same way on this kind of machine) has a
+figure, it is shown in the target column as ``(anchor ...)``."""
 
 from __future__ import annotations
 
@@ -67,18 +70,19 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
         floor_ms = (_g(f, "main", "total_s", "median") or 0) * 1000 or None
         ratio = _ratio(med, floor_ms)
         add("3 browser", f"{n_main} tok: send->whole reply in page ms", med, _g(br, "send_to_complete_ms", "p95"))
-        add("3 browser", f"{n_main} tok: page/floor (headline)", ratio, _ratio(_g(br, "send_to_complete_ms", "p95"), floor_ms), "<= 1.02", None if ratio is None else ratio <= 1.02)
+        add("3 browser", f"{n_main} tok: page/floor (headline)", ratio, _ratio(_g(br, "send_to_complete_ms", "p95"), floor_ms), "<= 1.01 (anchor 1.047)", None if ratio is None else ratio <= 1.01)
         add("3 browser", "model in the app server: first->last token ms", _g(br, "model_first_to_last_ms", "median"), _g(br, "model_first_to_last_ms", "p95"))
         add("3 browser", "last token emitted -> whole reply in page ms", _g(br, "last_emitted_to_complete_ms", "median"), _g(br, "last_emitted_to_complete_ms", "p95"))
-        add("3 browser", "per-token lag ms (p50 | p95)", _g(br, "lag_ms", "median"), _g(br, "lag_ms", "p95"), "p95 <= 60", None if _g(br, "lag_ms", "p95") is None else _g(br, "lag_ms", "p95") <= 60)
+        l50, l95 = _g(br, "lag_ms", "median"), _g(br, "lag_ms", "p95")
+        add("3 browser", "per-token lag ms (p50 | p95)", l50, l95, "5 | 25 (anchor 6 | 45)", None if l50 is None or l95 is None else l50 <= 5 and l95 <= 25)
         mt = _g(br, "main_thread_ms_per_token", "median")
-        add("3 browser", "main-thread ms / token", mt, _g(br, "main_thread_ms_per_token", "p95"), "<= 1", None if mt is None else mt <= 1)
+        add("3 browser", "main-thread ms / token", mt, _g(br, "main_thread_ms_per_token", "p95"), "<= 0.5 (anchor 8)", None if mt is None else mt <= 0.5)
         add("3 browser", "longest task ms; long tasks (>50 ms) per reply", _g(br, "longest_task_ms", "median"), _g(br, "long_tasks", "median"))
-        for key, label in (("send_to_first_token_ms", "send -> first token ms"), ("submit_to_first_resumed_token_ms", "submit -> first resumed token ms")):
+        for key, label, limit in (("send_to_first_token_ms", "send -> first token ms", 150), ("submit_to_first_resumed_token_ms", "submit -> first resumed token ms", 50)):
             p = _g(br, key, "p95")
-            add("3 browser", label, _g(br, key, "median"), p, "p95 <= 150", None if p is None else p <= 150)
+            add("3 browser", label, _g(br, key, "median"), p, f"p95 <= {limit}", None if p is None else p <= limit)
         p = _g(br, "interrupt_to_card_ms", "p95")
-        add("3 browser", "interrupt (model tool call) -> card ms", _g(br, "interrupt_to_card_ms", "median"), p, "p95 <= 50", None if p is None else p <= 50)
+        add("3 browser", "interrupt (model tool call) -> card ms", _g(br, "interrupt_to_card_ms", "median"), p, "p95 <= 25 (anchor 31)", None if p is None else p <= 25)
         add("3 browser", "page errors", len(br.get("page_errors") or []), None, "0", not br.get("page_errors"))
     bu = r.get("burst", {})
     if "error" in bu:
@@ -96,7 +100,7 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
             continue
         p = _g(c, "lag_ms", "p95")
         big = int(k) >= 50
-        add("5 concurrency", f"{k} sessions x {c['n_words']} tok: lag ms (p50 | p95)", _g(c, "lag_ms", "p50"), p, "p95 <= 250" if big else "", (p is not None and p <= 250) if big else None)
+        add("5 concurrency", f"{k} sessions x {c['n_words']} tok: lag ms (p50 | p95)", _g(c, "lag_ms", "p50"), p, "p95 <= 50" if big else "", (p is not None and p <= 50) if big else None)
         add("5 concurrency", f"{k} sessions: errors", c["errors"], None, "0", c["errors"] == 0)
         add("5 concurrency", f"{k} sessions: backend RSS MB (before | peak)", c.get("rss_mb_before"), c.get("rss_mb_peak"))
     lo = r.get("long_thread", {})

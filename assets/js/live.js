@@ -1,38 +1,72 @@
 // window.hitlLive([key, seq, text(, 1 = reset)]): the streamed reply, append-only.
 //
-// Keeps each live bubble's text in a buffer keyed by ChatState.live_key and appends each delta
-// as a text node to the element with data-live=<key> (React renders that element once, empty,
-// and never re-renders the streamed text). A reset call replaces the buffer (a late joiner's
-// snapshot, or a bubble's first delta); otherwise only the call numbered seq + 1 is applied, so a
-// repeated or out-of-order call is ignored instead of duplicating text. If the element is not
-// rendered yet it retries every 15 ms (up to 3 s) and then paints the whole buffer. Eight
-// bubbles are kept. Called by the server through rx.call_script (hitl_app/ui/state/live.py).
-window.hitlLive = function (a) {
-  var key = a[0], seq = a[1], text = a[2], reset = !!a[3];
-  var B = window.__hitlLive || (window.__hitlLive = {order: []});
-  var b = B[key];
-  if (reset) {
-    b = B[key] = {text: text, seq: seq};
-    B.order.push(key);
-    while (B.order.length > 8) delete B[B.order.shift()];
-  } else if (b && seq === b.seq + 1) {
-    b.text += text; b.seq = seq;
-  } else {
-    return;
+// Keeps each live bubble's text in a buffer keyed by ChatState.live_key and adds each delta to
+// the element with data-live=<key> (React renders that element once, empty, and never re-renders
+// the streamed text). A reset call replaces the buffer (a late joiner's snapshot, or a bubble's
+// first delta); otherwise only the call numbered seq + 1 is applied, so a repeated or
+// out-of-order call is ignored instead of duplicating text. If the element is not rendered yet
+// it retries every 15 ms (up to 3 s) and then paints the whole buffer. Eight bubbles are kept.
+// Called by the server through rx.call_script (hitl_app/ui/state/live.py).
+//
+// Layout stays local: the text goes into block elements (<div>) of one text node each, grown
+// with appendData. A block is settled, and the next delta starts a new one, once it holds
+// SOFT_CHARS and ends a line, or HARD_CHARS and ends a word (a paragraph that long without a line
+// break shows a line break there while it streams; the settled message is rendered as Markdown).
+// The browser then lays out and paints only the last block per delta, not the whole reply.
+(function () {
+  var SOFT_CHARS = 512, HARD_CHARS = 1536;
+
+  function newBlock(el) {
+    var div = document.createElement('div');
+    var node = document.createTextNode('');
+    div.appendChild(node);
+    el.appendChild(div);
+    return (el.__hitlBlock = {node: node, len: 0});
   }
-  var tries = 0;
-  var paint = function () {
-    var el = document.querySelector('[data-live="' + key + '"]');
-    if (!el) {
-      if (++tries < 200) setTimeout(paint, 15);
+
+  function settled(block, text) {
+    var end = block.node.data.charAt(block.len - 1);
+    if (block.len >= SOFT_CHARS && end === '\n') return true;
+    return block.len >= HARD_CHARS && (/\s/.test(end) || /^\s/.test(text));
+  }
+
+  function put(el, text) {
+    var block = el.__hitlBlock;
+    if (!block || settled(block, text)) block = newBlock(el);
+    block.node.appendData(text);
+    block.len += text.length;
+  }
+
+  window.hitlLive = function (a) {
+    var key = a[0], seq = a[1], text = a[2], reset = !!a[3];
+    var B = window.__hitlLive || (window.__hitlLive = {order: []});
+    var b = B[key];
+    if (reset) {
+      b = B[key] = {text: text, seq: seq};
+      B.order.push(key);
+      while (B.order.length > 8) delete B[B.order.shift()];
+    } else if (b && seq === b.seq + 1) {
+      b.text += text; b.seq = seq;
+    } else {
       return;
     }
-    if (!reset && el.__hitlLen === b.text.length - text.length) {
-      el.appendChild(document.createTextNode(text));
-    } else {
-      el.textContent = b.text;
-    }
-    el.__hitlLen = b.text.length;
+    var tries = 0;
+    var paint = function () {
+      var el = b.el && b.el.isConnected ? b.el : document.querySelector('[data-live="' + key + '"]');
+      if (!el) {
+        if (++tries < 200) setTimeout(paint, 15);
+        return;
+      }
+      b.el = el;
+      if (!reset && el.__hitlLen === b.text.length - text.length) {
+        if (text) put(el, text);
+      } else {
+        el.textContent = '';
+        el.__hitlBlock = null;
+        if (b.text) put(el, b.text);
+      }
+      el.__hitlLen = b.text.length;
+    };
+    paint();
   };
-  paint();
-};
+})();

@@ -2,8 +2,9 @@
 
 A run is one pass of the agent (a new user message, a resume with decisions, or a Continue). It
 executes in a task owned by this process, not by a browser tab; tabs follow it on the ``RunBus``:
-``started``, batched ``text`` deltas, a ``boundary`` after each model message, and ``ended`` with
-the outcome and the thread as checkpointed afterwards.
+``started``, batched ``text`` deltas, a ``boundary`` after each model message but the last (held
+back until the run goes on, see ``RunDriver._stream``), and ``ended`` with the outcome and the
+thread as checkpointed afterwards.
 """
 
 from __future__ import annotations
@@ -44,6 +45,39 @@ def thread_config(thread_id: str, owner: str | None = None) -> dict[str, Any]:
     return {"configurable": configurable}
 
 
+BOUNDARY_HOLD_S = 0.25
+"""How long (seconds) a finished message's ``boundary`` waits for the run to end or the next
+message to start before it is published anyway (a tool is running: the tabs show the message)."""
+
+
+class _HeldBoundary:
+    """The ``boundary`` of the message that just ended, published late or not at all.
+
+    ``hold`` starts the wait (a timer on the running loop), ``release`` publishes now if one is
+    held (the next message started), ``drop`` forgets it (the run ended: ``ended`` says it all).
+    """
+
+    def __init__(self, publish: Callable[[], None], hold_s: float) -> None:
+        self._publish = publish
+        self._hold_s = hold_s
+        self._timer: asyncio.TimerHandle | None = None
+
+    def hold(self) -> None:
+        self.drop()
+        self._timer = asyncio.get_running_loop().call_later(self._hold_s, self.release)
+
+    def release(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            self._publish()
+
+    def drop(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+
 class RunDriver:
     """Starts and drives the runs of one graph; at most one live run per thread in this process.
 
@@ -53,9 +87,12 @@ class RunDriver:
         session: opens an ``AsyncSession`` on the app database.
         lock_for: the thread's lock, shared with the service: a run's index rows are written
             under it, so a submission or a new turn waits for them.
-        flush_interval: seconds between streamed text deltas (``TextBatcher``).
+        flush_interval: the least time between two streamed text deltas, in seconds
+            (``TextBatcher``: a token after a quiet gap goes out at once).
 
     Attributes:
+        boundary_hold_s: how long a finished message's ``boundary`` is held back (seconds,
+            ``BOUNDARY_HOLD_S``; see ``_stream``).
         tasks: thread id -> the task of its live run in this process.
         settling: thread id -> a future done once the ended run's index rows are written.
     """
@@ -72,6 +109,7 @@ class RunDriver:
         self.graph = graph
         self.bus = bus
         self.flush_interval = flush_interval
+        self.boundary_hold_s = BOUNDARY_HOLD_S
         self._session = session
         self._lock_for = lock_for
         self.tasks: dict[str, asyncio.Task[None]] = {}
@@ -116,23 +154,31 @@ class RunDriver:
             self.tasks.pop(thread_id, None)
 
     async def _stream(self, thread_id: str, run_id: str, inp: Any, config: dict[str, Any]) -> tuple[RunOutcome, str | None]:
-        """Run the graph, publishing batched text and message boundaries; returns (outcome, error)."""
+        """Run the graph, publishing batched text and message boundaries; returns (outcome, error).
+
+        A message's ``boundary`` (on which every watching tab reads the committed thread) is held
+        back: it is published when the next message starts, or ``BOUNDARY_HOLD_S`` after the
+        message ended if the run goes on (a tool running; ``boundary_hold_s``); the last message of a run gets none,
+        since ``ended`` carries the thread as checkpointed. So the common endings (a reply, an
+        interrupt for review) cost each tab no checkpoint read of its own.
+        """
         bus = self.bus
         batcher = TextBatcher(
             lambda text: bus.publish(thread_id, RunEvent(kind="text", run_id=run_id, delta=text)),
-            interval_s=self.flush_interval,
+            gap_s=self.flush_interval,
         )
-        tick = asyncio.create_task(batcher.tick())
+        boundary = _HeldBoundary(lambda: bus.publish(thread_id, RunEvent(kind="boundary", run_id=run_id)), self.boundary_hold_s)
         outcome: RunOutcome = "finished"
         error: str | None = None
         try:
             run = await self.graph.astream_events(inp, config, version="v3")
             async with run:
                 async for message in run.messages:
+                    boundary.release()
                     async for token in message.text:
                         batcher.append(token)
                     batcher.flush()
-                    bus.publish(thread_id, RunEvent(kind="boundary", run_id=run_id))
+                    boundary.hold()
                 if await run.interrupted():
                     outcome = "interrupted"
         except asyncio.CancelledError:
@@ -141,7 +187,7 @@ class RunDriver:
             outcome, error = "failed", describe_run_error(exc)
             log.warning("run failed thread=%s run=%s: %s", thread_id, run_id, error)
         finally:
-            tick.cancel()
+            boundary.drop()
             batcher.flush()
         return outcome, error
 

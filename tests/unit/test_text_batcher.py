@@ -1,8 +1,10 @@
-"""TextBatcher (threads/text_batcher.py): streamed tokens reach the tabs in 50 ms batches."""
+"""TextBatcher (threads/text_batcher.py): a token after a quiet gap goes out at once; a burst is
+coalesced into one delta per gap, flushed by a timer exactly when the gap ends."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from hitl_app.threads.text_batcher import FLUSH_INTERVAL_S, TextBatcher
 
@@ -20,71 +22,135 @@ class FakeClock:
         self.ms += round(seconds * 1000)
 
 
-def make() -> tuple[TextBatcher, list[str], FakeClock]:
+class FakeTimers:
+    """``call_later`` on the fake clock: ``run_due`` fires the timers whose time has come."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.timers: list[FakeTimers.Handle] = []
+
+    class Handle:
+        def __init__(self, at_ms: int, callback: Callable[[], None]) -> None:
+            self.at_ms, self.callback, self.cancelled = at_ms, callback, False
+
+        def cancel(self) -> None:
+            self.cancelled = True
+
+    def __call__(self, delay_s: float, callback: Callable[[], None]) -> FakeTimers.Handle:
+        handle = FakeTimers.Handle(self.clock.ms + round(delay_s * 1000), callback)
+        self.timers.append(handle)
+        return handle
+
+    @property
+    def live(self) -> list[FakeTimers.Handle]:
+        return [t for t in self.timers if not t.cancelled]
+
+    def advance(self, seconds: float) -> None:
+        """Move the clock, firing each live timer at its time (in order)."""
+        end = self.clock.ms + round(seconds * 1000)
+        while True:
+            due = sorted((t for t in self.live if t.at_ms <= end), key=lambda t: t.at_ms)
+            if not due:
+                break
+            t = due[0]
+            t.cancelled = True
+            self.clock.ms = max(self.clock.ms, t.at_ms)
+            t.callback()
+        self.clock.ms = end
+
+
+def make(gap_s: float = 0.016) -> tuple[TextBatcher, list[str], FakeTimers]:
     published: list[str] = []
     clock = FakeClock()
-    return TextBatcher(published.append, clock=clock), published, clock
+    timers = FakeTimers(clock)
+    return TextBatcher(published.append, gap_s=gap_s, clock=clock, call_later=timers), published, timers
 
 
-def test_the_interval_is_50_ms():
-    assert FLUSH_INTERVAL_S == 0.05
-    assert TextBatcher(lambda _: None).interval_s == 0.05
+def test_the_default_gap_lets_a_model_at_100_tokens_a_second_through_token_by_token():
+    assert FLUSH_INTERVAL_S < 0.01
+    assert TextBatcher(lambda _: None).gap_s == FLUSH_INTERVAL_S
+    batcher, published, timers = make(FLUSH_INTERVAL_S)
+    for i in range(20):
+        batcher.append(f"w{i} ")
+        timers.advance(0.01)
+    assert published == [f"w{i} " for i in range(20)]
+    assert timers.timers == []  # nothing was ever held
 
 
-def test_the_first_token_goes_out_at_once_then_tokens_wait_for_the_interval():
-    batcher, published, clock = make()
+def test_a_token_after_quiet_is_published_at_once():
+    batcher, published, timers = make()
     batcher.append("Hel")
     assert published == ["Hel"]
-    clock.advance(0.01)
+    timers.advance(0.1)  # 100 ms of quiet
     batcher.append("lo")
-    clock.advance(0.02)
-    batcher.append(" wor")
-    assert published == ["Hel"] and batcher.pending == "lo wor"
-    clock.advance(0.02)  # 50 ms since the last publish
-    batcher.append("ld")
-    assert published == ["Hel", "lo world"] and batcher.pending == ""
+    assert published == ["Hel", "lo"] and batcher.pending == "" and not batcher.scheduled
 
 
-def test_flush_publishes_what_is_pending_and_never_an_empty_delta():
-    batcher, published, clock = make()
+def test_tokens_faster_than_the_gap_are_coalesced_and_flushed_when_the_gap_ends():
+    batcher, published, timers = make(0.016)
+    batcher.append("a")  # at once
+    timers.advance(0.004)
+    batcher.append("b")
+    timers.advance(0.004)
+    batcher.append("c")
+    assert published == ["a"] and batcher.pending == "bc" and batcher.scheduled
+    assert len(timers.live) == 1  # one timer for everything held
+    timers.advance(0.007)  # 15 ms after "a": still held
+    assert published == ["a"]
+    timers.advance(0.001)  # 16 ms after "a": the timer publishes both
+    assert published == ["a", "bc"] and not batcher.scheduled
+
+
+def test_a_burst_becomes_one_delta_per_gap():
+    batcher, published, timers = make(0.016)
+    for i in range(100):  # 100 tokens in 100 ms
+        batcher.append("x")
+        timers.advance(0.001)
+    batcher.flush()
+    assert "".join(published) == "x" * 100
+    assert 6 <= len(published) <= 8  # 100 ms / 16 ms, plus the first and the final flush
+
+
+def test_flush_publishes_what_is_held_cancels_the_timer_and_never_sends_an_empty_delta():
+    batcher, published, timers = make()
     batcher.append("a")
-    clock.advance(0.001)
+    timers.advance(0.001)
     batcher.append("b")
     batcher.flush()
     batcher.flush()
+    assert published == ["a", "b"] and not timers.live
+    timers.advance(0.1)
     assert published == ["a", "b"]
     fresh, nothing, _ = make()
     fresh.flush()
-    assert nothing == []
+    batcher.append("")
+    assert nothing == [] and published == ["a", "b"]
 
 
-def test_flush_restarts_the_interval():
-    batcher, published, clock = make()
+def test_the_gap_counts_from_the_last_publish():
+    batcher, published, timers = make(0.016)
     batcher.append("a")
-    clock.advance(0.04)
-    batcher.flush()  # nothing pending, but the interval restarts here
-    clock.advance(0.03)
+    timers.advance(0.010)
+    batcher.flush()  # nothing held: no publish, the gap still counts from "a"
+    timers.advance(0.010)  # 20 ms after "a"
     batcher.append("b")
+    assert published == ["a", "b"]
+
+
+def test_close_drops_the_timer_and_keeps_the_text():
+    batcher, published, timers = make()
+    batcher.append("a")
+    batcher.append("b")
+    batcher.close()
+    timers.advance(0.1)
     assert published == ["a"] and batcher.pending == "b"
 
 
-async def test_the_ticker_publishes_a_batch_left_pending_when_tokens_stop():
-    batcher, published, clock = make()
+async def test_on_the_event_loop_held_text_is_published_by_the_loop_timer():
+    published: list[str] = []
+    batcher = TextBatcher(published.append, gap_s=0.005)
     batcher.append("a")
-    clock.advance(0.01)
-    batcher.append("b")  # pending: the model paused mid-interval
-    sleeps: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        sleeps.append(seconds)
-        clock.advance(seconds)
-        if len(sleeps) == 3:
-            raise asyncio.CancelledError
-
-    try:
-        await batcher.tick(sleep=fake_sleep)
-    except asyncio.CancelledError:
-        pass
-    assert sleeps == [0.05, 0.05, 0.05]
+    batcher.append("b")
+    assert published == ["a"]
+    await asyncio.sleep(0.05)
     assert published == ["a", "b"]
-    assert not batcher.due()

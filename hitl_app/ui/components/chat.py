@@ -15,14 +15,14 @@ def streaming_bubble() -> rx.Component:
     """The reply being streamed: plain text (markdown is rendered once the message settles).
 
     The text element is keyed by ``ChatState.live_key`` and filled by ``window.hitlLive``
-    (``assets/js/live.js``) from append-only deltas; React renders it once, empty, per bubble, and
-    never re-renders the text. "Thinking…" is a CSS ``::before`` shown while it is empty (so it
+    (``assets/js/live.js``) from append-only deltas, in block ``div``s so that layout stays with
+    the last block; React renders it once, empty, per bubble, and never re-renders the text. "Thinking…" is a CSS ``::before`` shown while it is empty (so it
     is not part of the bubble's text).
     """
     return rx.cond(
         ChatState.streaming,
         rx.box(
-            rx.el.span(
+            rx.el.div(
                 key=ChatState.live_key,
                 custom_attrs={"data-live": ChatState.live_key},
                 style={"&:empty::before": {"content": '"Thinking…"', "color": theme.MUTED}},
