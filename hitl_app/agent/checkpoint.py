@@ -1,7 +1,8 @@
 """Open the LangGraph checkpointer for a database URL (async; one per app lifetime).
 
 Facts checked against langgraph-checkpoint-sqlite 3.x / -postgres 3.x:
-``AsyncSqliteSaver.from_conn_string(path)`` sets itself up (WAL mode); ``AsyncPostgresSaver`` on
+``AsyncSqliteSaver(conn)`` on an aiosqlite connection (opened here with WAL and a busy timeout,
+``hitl_app.store.sqlite``) sets up its tables on first use; ``AsyncPostgresSaver`` on
 an ``AsyncConnectionPool`` needs the connection kwargs ``autocommit=True, prepare_threshold=0,
 row_factory=dict_row`` and one ``await saver.setup()`` (idempotent migrations).
 """
@@ -39,9 +40,14 @@ async def open_checkpointer(
     if database.sqlite_path is not None:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+        from hitl_app.store import sqlite
+
         database.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-        async with AsyncSqliteSaver.from_conn_string(str(database.sqlite_path)) as saver:
-            yield saver
+        conn = await sqlite.open_async(database.sqlite_path)
+        try:
+            yield AsyncSqliteSaver(conn)
+        finally:
+            await conn.close()
         return
     async with _postgres_saver(database.psycopg_conninfo, pool_size) as saver:
         yield saver

@@ -41,9 +41,10 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import Field
 from sqlalchemy import Engine, func
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlmodel import Session, SQLModel, create_engine, select
+from sqlmodel import Session, SQLModel, select
 
 from hitl_app.agent.payments import make_transfer_funds
+from hitl_app.store import sqlite as app_sqlite
 from hitl_app.store.tables import OutboxMail, Record, ToolEffect
 
 MAX_PATH_BYTES = 1024
@@ -151,7 +152,7 @@ def is_read_only_sql(query: str, db_path: Path | str) -> bool:
     if not db.exists():
         return False
     try:
-        conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        conn = app_sqlite.connect(db, read_only=True)
     except sqlite3.Error:
         return False
     try:
@@ -187,9 +188,7 @@ class DemoWorkspace:
         """SQLAlchemy engine of the demo database (created on first use)."""
         if self._demo_engine is None:
             self.demo_db_path.parent.mkdir(parents=True, exist_ok=True)
-            self._demo_engine = create_engine(
-                f"sqlite:///{self.demo_db_path}", connect_args={"check_same_thread": False}
-            )
+            self._demo_engine = app_sqlite.sync_engine(self.demo_db_path)
         return self._demo_engine
 
     def ensure(self) -> None:
@@ -323,7 +322,7 @@ class DemoWorkspace:
         """
 
         def effect() -> str:
-            conn = sqlite3.connect(self.demo_db_path, timeout=5)
+            conn = app_sqlite.connect(self.demo_db_path)
             try:
                 cur = conn.execute(query)
                 if cur.description:

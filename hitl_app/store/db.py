@@ -11,24 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlmodel import SQLModel, create_engine
 
 from hitl_app.settings import DatabaseURL
-
-
-def _sqlite_pragmas(engine: Engine | AsyncEngine) -> None:
-    """WAL + a busy timeout, so the checkpointer, the tools and the UI can share one file."""
-    target = engine.sync_engine if isinstance(engine, AsyncEngine) else engine
-
-    @event.listens_for(target, "connect")
-    def _on_connect(dbapi_conn, _record):  # pragma: no cover - exercised by every sqlite test
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA busy_timeout=5000")
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.close()
+from hitl_app.store import sqlite
 
 
 @dataclass(frozen=True)
@@ -58,10 +46,11 @@ def make_engines(url: str | DatabaseURL) -> Engines:
     database = url if isinstance(url, DatabaseURL) else DatabaseURL.parse(url)
     if database.sqlite_path is not None:
         database.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-        sync = create_engine(database.sqlalchemy_sync, connect_args={"check_same_thread": False, "timeout": 5}, hide_parameters=True)
-        async_ = create_async_engine(database.sqlalchemy_async, connect_args={"timeout": 5}, hide_parameters=True)
-        _sqlite_pragmas(sync)
-        _sqlite_pragmas(async_)
+        # WAL, busy timeout, short commits: see hitl_app.store.sqlite
+        sync = create_engine(database.sqlalchemy_sync, connect_args={"check_same_thread": False, **sqlite.connect_args()}, hide_parameters=True)
+        async_ = create_async_engine(database.sqlalchemy_async, connect_args=sqlite.connect_args(), hide_parameters=True)
+        sqlite.install_pragmas(sync, foreign_keys=True)
+        sqlite.install_pragmas(async_, foreign_keys=True)
     else:
         sync = create_engine(database.sqlalchemy_sync, pool_pre_ping=True, hide_parameters=True)
         async_ = create_async_engine(database.sqlalchemy_async, pool_pre_ping=True, hide_parameters=True)

@@ -13,6 +13,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
+from hitl_app.store import sqlite as app_sqlite
 from hitl_app.store.tables import OutboxMail
 
 
@@ -58,7 +59,10 @@ def records(*, db_path: Path, limit: int = 100) -> tuple[list[str], list[list[st
     """(column names, rows as strings) of the demo ``records`` table, opened read-only."""
     if not db_path.exists():
         return [], []
-    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        conn = app_sqlite.connect(db_path, read_only=True)
+    except sqlite3.Error:
+        return [], []
     try:
         cur = conn.execute("SELECT * FROM records ORDER BY id LIMIT ?", (limit,))
         cols = [d[0] for d in cur.description]
