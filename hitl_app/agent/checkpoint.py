@@ -31,7 +31,8 @@ async def open_checkpointer(
     Args:
         database_url: a ``DatabaseURL`` or text that parses as one (``sqlite:///path/file.sqlite``,
             ``postgresql://user@host:port/db``, ``postgres://``, ``postgresql+psycopg://``).
-        pool_size: maximum Postgres connections.
+        pool_size: maximum PostgreSQL connections of the checkpointer's pool (``HITL_DB_POOL_SIZE``);
+            each is checked before use.
 
     Raises:
         ValueError: an unsupported URL scheme.
@@ -60,9 +61,13 @@ async def _postgres_saver(conninfo: str, pool_size: int) -> AsyncIterator[BaseCh
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
+    # check: a connection the server closed while it sat idle in the pool (a restart, an idle
+    # timeout, pg_terminate_backend) is found and replaced when it is taken, not used and failed
     pool = AsyncConnectionPool(
         conninfo,
+        min_size=min(2, pool_size),
         max_size=pool_size,
+        check=AsyncConnectionPool.check_connection,
         open=False,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
     )

@@ -38,10 +38,12 @@ class Engines:
         return self.database.is_sqlite
 
 
-def make_engines(url: str | DatabaseURL) -> Engines:
+def make_engines(url: str | DatabaseURL, *, pool_size: int = 10) -> Engines:
     """Create both engines for ``url`` (a ``DatabaseURL``, or text that parses as one).
 
-    For SQLite the parent folder is created. Raises ValueError for an unsupported scheme.
+    For SQLite the parent folder is created. On PostgreSQL each engine keeps up to ``pool_size``
+    connections (plus as many again for a burst), each pinged before use, so one the server closed
+    is replaced instead of failing the request. Raises ValueError for an unsupported scheme.
     """
     database = url if isinstance(url, DatabaseURL) else DatabaseURL.parse(url)
     if database.sqlite_path is not None:
@@ -52,8 +54,9 @@ def make_engines(url: str | DatabaseURL) -> Engines:
         sqlite.install_pragmas(sync, foreign_keys=True)
         sqlite.install_pragmas(async_, foreign_keys=True)
     else:
-        sync = create_engine(database.sqlalchemy_sync, pool_pre_ping=True, hide_parameters=True)
-        async_ = create_async_engine(database.sqlalchemy_async, pool_pre_ping=True, hide_parameters=True)
+        pool = {"pool_pre_ping": True, "pool_size": pool_size, "max_overflow": pool_size, "hide_parameters": True}
+        sync = create_engine(database.sqlalchemy_sync, **pool)
+        async_ = create_async_engine(database.sqlalchemy_async, **pool)
     return Engines(database=database, sync=sync, async_=async_)
 
 

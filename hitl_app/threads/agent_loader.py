@@ -151,7 +151,7 @@ async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tupl
                 "interrupt_on: unset one of them."
             )
         _import_target(settings.agent)  # fail before opening the database
-        async with open_checkpointer(settings.database) as checkpointer:
+        async with open_checkpointer(settings.database, pool_size=settings.db_pool_size) as checkpointer:
             graph = resolve_agent(settings.agent, checkpointer)
             tools = tools_of_graph(graph)
             if not tools:
@@ -163,7 +163,7 @@ async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tupl
     model = make_model(settings)
     workspace = DemoWorkspace(files_dir=settings.files_dir, engine=engines.sync, demo_db_path=settings.demo_db_path)
     workspace.ensure()
-    async with open_checkpointer(settings.database) as checkpointer:
+    async with open_checkpointer(settings.database, pool_size=settings.db_pool_size) as checkpointer:
         bundle = build_demo_agent(model=model, workspace=workspace, checkpointer=checkpointer, policy_rules=rules)
         unknown = sorted({r.tool for r in rules} - set(bundle.tools_by_name))
         if unknown:

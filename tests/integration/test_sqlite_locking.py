@@ -98,3 +98,18 @@ def test_sqlite_is_opened_only_through_the_app_helpers():
             ):
                 offenders.append(f"{rel}:{node.lineno}: {ast.unparse(fn)}(...)")
     assert not offenders, "open SQLite through hitl_app.store.sqlite / store.db:\n" + "\n".join(offenders)
+
+
+def test_a_lock_wait_that_times_out_ends_the_run_with_a_retryable_message():
+    """A run ended by "database is locked" says so plainly and offers Retry (not an internal error),
+    whether it comes from the live run or from the error text stored in the checkpoint."""
+    from sqlalchemy.exc import OperationalError
+
+    from hitl_app.threads.errors import DATABASE_BUSY, describe_error_text, describe_run_error
+
+    raw = sqlite3.OperationalError("database is locked")
+    wrapped = OperationalError("INSERT INTO checkpoints ...", {}, raw)
+    assert describe_run_error(raw) == describe_run_error(wrapped) == DATABASE_BUSY
+    assert describe_error_text(repr(raw)) == DATABASE_BUSY
+    assert "Retry" in DATABASE_BUSY and "internal error" not in DATABASE_BUSY
+    assert app_sqlite.is_lock_timeout(wrapped) and not app_sqlite.is_lock_timeout(sqlite3.OperationalError("no such table: x"))
