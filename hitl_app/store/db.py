@@ -9,6 +9,7 @@ URL forms and drivers: see ``hitl_app.settings.DatabaseURL`` (``sqlite+aiosqlite
 
 from __future__ import annotations
 
+import fcntl
 from dataclasses import dataclass
 
 from sqlalchemy import Engine, text
@@ -71,8 +72,16 @@ def create_schema(engines: Engines) -> None:
     from hitl_app.store.tables import APP_TABLES
 
     tables = APP_TABLES + ACCOUNT_TABLES
-    if engines.is_sqlite:
-        SQLModel.metadata.create_all(engines.sync, tables=tables)
+    if engines.database.sqlite_path is not None:
+        # create_all checks, then creates: two workers starting at once on a new file would both
+        # try to create a table ("table threads already exists"); one at a time, under a file lock
+        lock_path = engines.database.sqlite_path.with_name(engines.database.sqlite_path.name + ".schema-lock")
+        with open(lock_path, "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                SQLModel.metadata.create_all(engines.sync, tables=tables)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
         return
     with engines.sync.begin() as conn:
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
