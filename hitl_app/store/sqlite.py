@@ -49,18 +49,20 @@ def apply_pragmas(dbapi_conn: Any, *, foreign_keys: bool = False) -> None:
         cur.close()
 
 
-def connect(path: Path | str, *, read_only: bool = False) -> sqlite3.Connection:
+def connect(path: Path | str, *, read_only: bool = False, autocommit: bool = False) -> sqlite3.Connection:
     """A ``sqlite3`` connection to ``path`` with the app's settings.
 
     ``read_only`` opens ``file:<path>?mode=ro`` (the file must exist; it is not switched to WAL,
-    only the busy timeout is set). Raises ``sqlite3.OperationalError`` when it cannot be opened.
+    only the busy timeout is set). ``autocommit`` leaves transactions to the caller
+    (``isolation_level=None``, e.g. for ``BEGIN IMMEDIATE``). Raises ``sqlite3.OperationalError``
+    when it cannot be opened.
     """
     timeout_s = BUSY_TIMEOUT_MS / 1000
     if read_only:
         conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=timeout_s)
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         return conn
-    conn = sqlite3.connect(path, timeout=timeout_s)
+    conn = sqlite3.connect(path, timeout=timeout_s, **({"isolation_level": None} if autocommit else {}))
     apply_pragmas(conn)
     return conn
 
