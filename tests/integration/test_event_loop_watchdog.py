@@ -59,7 +59,7 @@ async def _busy_tab(url: str) -> None:
     async with WsClient(url, browser_id=bid) as c:
         await c.load_thread(tid)
         await c.send("stream 2000 words")
-        await c.wait_for(lambda c: c.chat.get("streaming") is True and len(c.chat.get("live_text", "") or "") > 0 or c.chat.get("streaming") is True)
+        await c.wait_for(lambda c: c.chat.get("streaming") is True, what="stream started")
         await asyncio.sleep(1.0)
         await c.call("ChatState.stop")
         await c.wait_for(_settled, timeout=10, what="stopped")
