@@ -89,7 +89,7 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
             raise StartupError(f"bad environment setting: {problems}") from exc
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     try:
-        engines = make_engines(settings.database)
+        engines = make_engines(settings.database, pool_size=settings.db_pool_size)
     except ValueError as exc:
         raise StartupError(str(exc)) from exc
     try:

@@ -11,6 +11,7 @@ Every knob the app has lives here, so no other module reads ``os.environ``. Vari
 | HITL_AGENT         | unset                 | ``package.module:attribute`` of a developer's agent      |
 | HITL_POLICY        | unset                 | path of a TOML policy file for the built-in agent        |
 | HITL_MODEL_MAX_RETRIES | provider default  | retries of a real provider's client on 429/5xx/timeouts  |
+| HITL_DB_POOL_SIZE  | ``10``                | PostgreSQL connections per pool (checkpointer, engines)   |
 | HITL_REDIS_URL / REFLEX_REDIS_URL | unset  | Redis for several workers: run events, run locks, Stop   |
 | HITL_SESSION_HOURS | ``168``               | a sign-in session ends after this long without activity  |
 | HITL_SIGNIN_MAX_FAILURES | ``5``           | failed sign-ins per email within the window               |
@@ -106,6 +107,7 @@ class Settings(BaseSettings):
     agent: str | None = Field(default=None, alias="HITL_AGENT")
     policy_file: Path | None = Field(default=None, alias="HITL_POLICY")
     model_max_retries: int | None = Field(default=None, ge=0, le=20, alias="HITL_MODEL_MAX_RETRIES")
+    db_pool_size: int = Field(default=10, ge=1, le=200, alias="HITL_DB_POOL_SIZE")
     redis_url: str | None = Field(default=None, validation_alias=AliasChoices("HITL_REDIS_URL", "REFLEX_REDIS_URL"))
     session_hours: float = Field(default=168.0, gt=0, le=24 * 366, alias="HITL_SESSION_HOURS")
     signin_max_failures: int = Field(default=5, ge=1, le=1000, alias="HITL_SIGNIN_MAX_FAILURES")

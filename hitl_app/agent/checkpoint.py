@@ -1,7 +1,8 @@
 """Open the LangGraph checkpointer for a database URL (async; one per app lifetime).
 
 Facts checked against langgraph-checkpoint-sqlite 3.x / -postgres 3.x:
-``AsyncSqliteSaver.from_conn_string(path)`` sets itself up (WAL mode); ``AsyncPostgresSaver`` on
+``AsyncSqliteSaver(conn)`` on an aiosqlite connection (opened here with WAL and a busy timeout,
+``hitl_app.store.sqlite``) sets up its tables on first use; ``AsyncPostgresSaver`` on
 an ``AsyncConnectionPool`` needs the connection kwargs ``autocommit=True, prepare_threshold=0,
 row_factory=dict_row`` and one ``await saver.setup()`` (idempotent migrations).
 """
@@ -30,7 +31,8 @@ async def open_checkpointer(
     Args:
         database_url: a ``DatabaseURL`` or text that parses as one (``sqlite:///path/file.sqlite``,
             ``postgresql://user@host:port/db``, ``postgres://``, ``postgresql+psycopg://``).
-        pool_size: maximum Postgres connections.
+        pool_size: maximum PostgreSQL connections of the checkpointer's pool (``HITL_DB_POOL_SIZE``);
+            each is checked before use.
 
     Raises:
         ValueError: an unsupported URL scheme.
@@ -39,9 +41,14 @@ async def open_checkpointer(
     if database.sqlite_path is not None:
         from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+        from hitl_app.store import sqlite
+
         database.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-        async with AsyncSqliteSaver.from_conn_string(str(database.sqlite_path)) as saver:
-            yield saver
+        conn = await sqlite.open_async(database.sqlite_path)
+        try:
+            yield AsyncSqliteSaver(conn)
+        finally:
+            await conn.close()
         return
     async with _postgres_saver(database.psycopg_conninfo, pool_size) as saver:
         yield saver
@@ -54,9 +61,13 @@ async def _postgres_saver(conninfo: str, pool_size: int) -> AsyncIterator[BaseCh
     from psycopg.rows import dict_row
     from psycopg_pool import AsyncConnectionPool
 
+    # check: a connection the server closed while it sat idle in the pool (a restart, an idle
+    # timeout, pg_terminate_backend) is found and replaced when it is taken, not used and failed
     pool = AsyncConnectionPool(
         conninfo,
+        min_size=min(2, pool_size),
         max_size=pool_size,
+        check=AsyncConnectionPool.check_connection,
         open=False,
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
     )

@@ -28,6 +28,8 @@ from langchain.tools import ToolRuntime
 from langchain_core.tools import ToolException
 from pydantic import Field
 
+from hitl_app.store import sqlite as app_sqlite
+
 MAX_AMOUNT = 1_000_000_000.0
 """The largest amount one transfer may move."""
 
@@ -90,7 +92,7 @@ def transfer_once(db_path: Path, key: str, amount: float, to: str) -> str:
     """
     cents, name = _check(amount, to)
     Path(db_path).parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(db_path, timeout=10, isolation_level=None)
+    conn = app_sqlite.connect(db_path, autocommit=True)
     try:
         conn.execute(PAYMENTS_DDL)
         conn.execute("BEGIN IMMEDIATE")  # one writer at a time: a concurrent replay waits here
@@ -116,7 +118,7 @@ def payments(db_path: Path) -> list[Payment]:
     """Every payment in the ledger of ``db_path``, oldest first (``[]`` when there is none yet)."""
     if not Path(db_path).exists():
         return []
-    conn = sqlite3.connect(f"{Path(db_path).resolve().as_uri()}?mode=ro", uri=True, timeout=10)
+    conn = app_sqlite.connect(db_path, read_only=True)
     try:
         rows = conn.execute(
             "SELECT tool_call_id, amount, recipient, created_at FROM payments ORDER BY created_at, rowid"

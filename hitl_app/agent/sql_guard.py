@@ -37,6 +37,7 @@ from sqlalchemy.schema import CreateTable
 
 from hitl_app.agent.limits import ToolLimits
 from hitl_app.store.tables import Record
+from hitl_app.store import sqlite as app_sqlite
 
 MAX_QUERY_CHARS = 100_000
 """The longest SQL text the tools accept (``SQLITE_LIMIT_SQL_LENGTH``)."""
@@ -185,6 +186,8 @@ def open_guarded(db_path: Path, *, read_only: bool, limits: ToolLimits, cancel: 
         conn.execute("PRAGMA query_only = 1")
     else:
         conn = sqlite3.connect(db_path, timeout=busy, isolation_level=None, check_same_thread=False)
+        app_sqlite.apply_pragmas(conn)  # WAL, like every app connection
+        conn.execute(f"PRAGMA busy_timeout={int(busy * 1000)}")
     _bound(conn, limits.sql_max_value_bytes)
     deadline = time.monotonic() + limits.sql_timeout_s
     conn.set_progress_handler(lambda: int(cancel.cancelled or time.monotonic() > deadline), 1000)

@@ -46,6 +46,7 @@ from hitl_app.agent.sandbox import SandboxError, check_quota, resolve_in_sandbox
 from hitl_app.agent.sql_exec import LEDGER_DDL, read_records, run_read, run_write_once
 from hitl_app.agent.sql_guard import DEMO_SCHEMA, QueryCancel, is_read_only_sql
 from hitl_app.store.owners import OwnerSpace, owner_space
+from hitl_app.store import sqlite as app_sqlite
 from hitl_app.store.tables import OutboxMail, ToolEffect
 
 EMAIL_PATTERN = r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[A-Za-z]{2,}$"
@@ -110,7 +111,7 @@ def _add_owner_columns(engine: Engine) -> None:
 def _seed_demo_db(path: Path) -> None:
     """Create the ``records`` table (seeded when empty) and the ledger in ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path)
+    conn = app_sqlite.connect(path)
     try:
         with conn:
             for ddl in (*DEMO_SCHEMA, LEDGER_DDL):

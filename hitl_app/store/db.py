@@ -9,26 +9,15 @@ URL forms and drivers: see ``hitl_app.settings.DatabaseURL`` (``sqlite+aiosqlite
 
 from __future__ import annotations
 
+import fcntl
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, event, text
+from sqlalchemy import Engine, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlmodel import SQLModel, create_engine
 
 from hitl_app.settings import DatabaseURL
-
-
-def _sqlite_pragmas(engine: Engine | AsyncEngine) -> None:
-    """WAL + a busy timeout, so the checkpointer, the tools and the UI can share one file."""
-    target = engine.sync_engine if isinstance(engine, AsyncEngine) else engine
-
-    @event.listens_for(target, "connect")
-    def _on_connect(dbapi_conn, _record):  # pragma: no cover - exercised by every sqlite test
-        cur = dbapi_conn.cursor()
-        cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute("PRAGMA busy_timeout=5000")
-        cur.execute("PRAGMA foreign_keys=ON")
-        cur.close()
+from hitl_app.store import sqlite
 
 
 @dataclass(frozen=True)
@@ -50,21 +39,25 @@ class Engines:
         return self.database.is_sqlite
 
 
-def make_engines(url: str | DatabaseURL) -> Engines:
+def make_engines(url: str | DatabaseURL, *, pool_size: int = 10) -> Engines:
     """Create both engines for ``url`` (a ``DatabaseURL``, or text that parses as one).
 
-    For SQLite the parent folder is created. Raises ValueError for an unsupported scheme.
+    For SQLite the parent folder is created. On PostgreSQL each engine keeps up to ``pool_size``
+    connections (plus as many again for a burst), each pinged before use, so one the server closed
+    is replaced instead of failing the request. Raises ValueError for an unsupported scheme.
     """
     database = url if isinstance(url, DatabaseURL) else DatabaseURL.parse(url)
     if database.sqlite_path is not None:
         database.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-        sync = create_engine(database.sqlalchemy_sync, connect_args={"check_same_thread": False, "timeout": 5}, hide_parameters=True)
-        async_ = create_async_engine(database.sqlalchemy_async, connect_args={"timeout": 5}, hide_parameters=True)
-        _sqlite_pragmas(sync)
-        _sqlite_pragmas(async_)
+        # WAL, busy timeout, short commits: see hitl_app.store.sqlite
+        sync = create_engine(database.sqlalchemy_sync, connect_args={"check_same_thread": False, **sqlite.connect_args()}, hide_parameters=True)
+        async_ = create_async_engine(database.sqlalchemy_async, connect_args=sqlite.connect_args(), hide_parameters=True)
+        sqlite.install_pragmas(sync, foreign_keys=True)
+        sqlite.install_pragmas(async_, foreign_keys=True)
     else:
-        sync = create_engine(database.sqlalchemy_sync, pool_pre_ping=True, hide_parameters=True)
-        async_ = create_async_engine(database.sqlalchemy_async, pool_pre_ping=True, hide_parameters=True)
+        pool = {"pool_pre_ping": True, "pool_size": pool_size, "max_overflow": pool_size, "hide_parameters": True}
+        sync = create_engine(database.sqlalchemy_sync, **pool)
+        async_ = create_async_engine(database.sqlalchemy_async, **pool)
     return Engines(database=database, sync=sync, async_=async_)
 
 
@@ -79,8 +72,16 @@ def create_schema(engines: Engines) -> None:
     from hitl_app.store.tables import APP_TABLES
 
     tables = APP_TABLES + ACCOUNT_TABLES
-    if engines.is_sqlite:
-        SQLModel.metadata.create_all(engines.sync, tables=tables)
+    if engines.database.sqlite_path is not None:
+        # create_all checks, then creates: two workers starting at once on a new file would both
+        # try to create a table ("table threads already exists"); one at a time, under a file lock
+        lock_path = engines.database.sqlite_path.with_name(engines.database.sqlite_path.name + ".schema-lock")
+        with open(lock_path, "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                SQLModel.metadata.create_all(engines.sync, tables=tables)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
         return
     with engines.sync.begin() as conn:
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})

@@ -19,6 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
 from hitl_app.store.owners import owner_key
+from hitl_app.store import sqlite as app_sqlite
 from hitl_app.store.tables import OutboxMail
 
 
@@ -80,7 +81,10 @@ def records(*, db_path: Path, limit: int = 100) -> tuple[list[str], list[list[st
     """(column names, rows as strings) of the ``records`` table in ``db_path``, opened read-only."""
     if not db_path.exists():
         return [], []
-    conn = sqlite3.connect(f"{db_path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        conn = app_sqlite.connect(db_path, read_only=True)
+    except sqlite3.Error:
+        return [], []
     try:
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         cur = conn.execute("SELECT * FROM records ORDER BY id LIMIT ?", (limit,))

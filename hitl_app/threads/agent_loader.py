@@ -152,7 +152,7 @@ async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tupl
                 "interrupt_on: unset one of them."
             )
         _import_target(settings.agent)  # fail before opening the database
-        async with open_checkpointer(settings.database) as checkpointer:
+        async with open_checkpointer(settings.database, pool_size=settings.db_pool_size) as checkpointer:
             graph = resolve_agent(settings.agent, checkpointer)
             tools = tools_of_graph(graph)
             if not tools:
@@ -167,7 +167,7 @@ async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tupl
         limits=ToolLimits.from_settings(settings),
     )
     workspace.ensure()
-    async with open_checkpointer(settings.database) as checkpointer:
+    async with open_checkpointer(settings.database, pool_size=settings.db_pool_size) as checkpointer:
         bundle = build_demo_agent(model=model, workspace=workspace, checkpointer=checkpointer, policy_rules=rules)
         unknown = sorted({r.tool for r in rules} - set(bundle.tools_by_name))
         if unknown:

@@ -17,8 +17,16 @@ import re
 from langchain_core import exceptions as lc
 
 from hitl_app.logsafe import one_log_line
+from hitl_app.store.sqlite import is_lock_timeout
 
 log = logging.getLogger(__name__)
+
+DATABASE_BUSY = (
+    "The database was busy (another writer held it too long), so this step was not saved. "
+    "Nothing is half-written: press Retry to run it again."
+)
+"""The text for a run ended by a SQLite lock wait that timed out (retryable; the checkpoint
+is written in one transaction, so the thread is at its last completed step)."""
 
 _REPR = re.compile(r"^(\w+)\((.*)\)$", re.DOTALL)
 _CODE = re.compile(r"Error code: (\d{3})")
@@ -29,6 +37,8 @@ def describe_error_text(text: str) -> str:
     e.g. ``"OpenAIRateLimitError('Error code: 429 - ...')"``; other text gives the generic sentence
     with its log id (the text is logged under that id)."""
     text = (text or "").strip()
+    if "database is locked" in text or "database table is locked" in text:
+        return DATABASE_BUSY
     match = _REPR.match(text)
     name, detail = (match.group(1), match.group(2).strip("'\"")) if match else ("", text)
     code = _CODE.search(text)
@@ -68,6 +78,9 @@ def describe_run_error(exc: BaseException) -> str:
     if isinstance(exc, lc.ModelError):
         code = f" (HTTP {status})" if isinstance(status, int) else ""
         return f"The model provider returned an error{code}: {detail}. Press Retry."
+    if is_lock_timeout(exc):
+        log.warning("run ended by a database lock wait that timed out: %s", type(exc).__name__)
+        return DATABASE_BUSY
     name = type(exc).__name__
     if "RemoteProtocolError" in name or "incomplete chunked read" in detail:
         return "The connection to the model provider failed or dropped mid-reply. Press Retry."

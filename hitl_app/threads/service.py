@@ -20,6 +20,7 @@ from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar
 
 from langgraph.types import Command
+from psycopg import OperationalError as PgOperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import InterfaceError, OperationalError
@@ -49,7 +50,7 @@ still starting in another worker; after this long (the Redis run lease's lifetim
 ``load`` then releases it, and the reviewer decides again: a resume nobody saw run is not replayed
 later on its own (the thread may have been opened hours after)."""
 
-_UNAVAILABLE = (OperationalError, InterfaceError, sqlite3.OperationalError, OSError, RedisConnectionError, RedisTimeoutError)
+_UNAVAILABLE = (OperationalError, InterfaceError, sqlite3.OperationalError, PgOperationalError, OSError, RedisConnectionError, RedisTimeoutError)
 """Errors of a locked or unreachable database or message bus."""
 _STALE = "This review was already decided (the agent went on with those decisions)."
 

@@ -21,7 +21,7 @@ from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import ThreadView
 from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, message_rows
 from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, closing, live_script
-from hitl_app.ui.state.session import SessionState
+from hitl_app.ui.state.session import SessionState, ask_identity
 from hitl_app.ui.state.thread_list import ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
 
@@ -154,9 +154,20 @@ class ChatState(SessionState):
         await self._apply_view(view)
 
     @rx.event
+    def adopt_identity(self, stored: dict[str, Any]):
+        """The browser's stored identity (see ``load_thread``), then the thread is loaded."""
+        self._adopt_identity(stored)
+        return ChatState.load_thread
+
+    @rx.event
     async def load_thread(self):
-        """on_load of /thread/[thread_id]: read the thread from the checkpoint (never runs the graph)."""
-        self._ensure_identity()
+        """on_load of /thread/[thread_id]: read the thread from the checkpoint (never runs the graph).
+
+        Without a browser id (a first visit, or a server state rebuilt after it expired, which
+        Reflex loads without the page's storage) the browser is asked for its stored one first.
+        """
+        if not self.browser_id:
+            return ask_identity(ChatState.adopt_identity)
         path = str(self.router.url.path).rstrip("/")
         tid = path.rsplit("/", 1)[-1] if path.startswith("/thread/") else ""
         self.tid = tid

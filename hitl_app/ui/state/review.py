@@ -19,7 +19,10 @@ from hitl_app.runtime import get_service
 from hitl_app.threads.service import ThreadError
 from hitl_app.ui.rows import CardRow, card_rows
 from hitl_app.ui.state.chat import ChatState
-from hitl_app.ui.state.session import SessionState
+from hitl_app.ui.state.session import SessionState, ask_identity
+
+RECOVERABLE = ("choose", "submit", "approve_all")
+"""Review actions replayed after the tab's server state is rebuilt (see ``ReviewState._lost``)."""
 
 
 class ReviewState(SessionState):
@@ -30,6 +33,39 @@ class ReviewState(SessionState):
     review_error: str = ""
     _review_json: str = ""
     _edited: dict[int, dict[str, Any]] = {}
+
+    def _lost(self, action: str, *args: Any) -> rx.event.EventSpec | None:
+        """When the tab's server state is gone (expired in Redis, or deleted), the way back.
+
+        A fresh state has no browser id: the page's localStorage never reached it (Reflex sends it
+        only when a page hydrates). The page still shows the card, so the click must not act on
+        the empty state ("no such card", "nothing to submit"). Instead the browser is asked for
+        its stored id and reviewer name, and ``recover`` reloads the thread from the URL and the
+        checkpoint and replays ``action``. Returns None when the state is intact.
+        """
+        if self.browser_id:
+            return None
+        replay = json.dumps([action, *args], ensure_ascii=True)
+        return ask_identity(ReviewState.recover, f", action: {replay}")
+
+    @rx.event
+    async def recover(self, stored: dict[str, Any]):
+        """Rebuild a lost tab state (see ``_lost``): identity from the browser, the thread from the
+        URL and the checkpoint (``ChatState.load_thread``), then replay the reviewer's action.
+
+        ``stored``: ``{"browser_id", "reviewer", "action": [name, *args]}``; a malformed value
+        gives a new identity (the thread is then refused as another browser's, and says so).
+        """
+        if not isinstance(stored, dict):
+            return None
+        events: list[Any] = []
+        if not self.browser_id:  # (a second click before the first recovery is only replayed)
+            self._adopt_identity(stored)
+            events.append(ChatState.load_thread)
+        action = stored.get("action")
+        if isinstance(action, list) and action and action[0] in RECOVERABLE:
+            events.append(getattr(ReviewState, action[0])(*action[1:3]))
+        return events
 
     async def _chat(self) -> ChatState:
         """The tab's ``ChatState`` (the one way this state reaches the chat)."""
@@ -100,8 +136,10 @@ class ReviewState(SessionState):
         return f"Submit {n} decision{'s' if n != 1 else ''}"
 
     @rx.event
-    def choose(self, index: int, kind: str) -> None:
+    def choose(self, index: int, kind: str):
         """Pick ``approve``, ``edit``, ``reject`` or ``respond`` on a card (only if allowed)."""
+        if (lost := self._lost("choose", index, kind)) is not None:
+            return lost
         card = self._card(index)
         if card is None:
             return
@@ -179,7 +217,7 @@ class ReviewState(SessionState):
     @rx.event
     async def submit(self):
         """Send all decisions at once; the server checks them against the checkpoint first."""
-        return await self._submit()
+        return self._lost("submit") or await self._submit()
 
     @rx.event
     async def approve_all(self):
@@ -188,6 +226,8 @@ class ReviewState(SessionState):
         Decisions already made (a reject with its reason, a checked edit, an answer) are kept; a
         card whose edit is still open is not overwritten: the reviewer is asked to finish it.
         """
+        if (lost := self._lost("approve_all")) is not None:
+            return lost
         unfinished = draft.open_edit(self.cards, self._edited)
         if unfinished is not None:
             self._set(unfinished.index, error=draft.FINISH_EDIT)

@@ -17,6 +17,19 @@ def ensure_browser_id(value: Any) -> str:
     return value
 
 
+IDENTITY_JS = (
+    "({browser_id: localStorage.getItem('hitl_browser_id') || '', "
+    "reviewer: localStorage.getItem('hitl_reviewer') || ''%s})"
+)
+"""Reads the browser's stored identity (for ``rx.call_script``); ``%s`` takes extra fields."""
+
+
+def ask_identity(callback: Any, extra: str = "") -> rx.event.EventSpec:
+    """Ask the browser for its stored id and reviewer name; ``callback`` gets
+    ``{"browser_id", "reviewer", ...extra}``. ``extra`` is ``", key: <JSON>"`` text or empty."""
+    return rx.call_script(IDENTITY_JS % extra, callback=callback)
+
+
 class SessionState(rx.State):
     """The browser's identity (a bearer id in localStorage) and the reviewer's name.
 
@@ -32,6 +45,18 @@ class SessionState(rx.State):
         browser_id = ensure_browser_id(self.browser_id)
         if browser_id != self.browser_id:
             self.browser_id = browser_id
+
+    def _adopt_identity(self, stored: Any) -> None:
+        """Take the id and reviewer name the browser sent (``ask_identity``) when this state has
+        none: its server copy was rebuilt without the page's storage (expired, or deleted).
+        A malformed id gives a new one. Private: not callable from the browser."""
+        if self.browser_id:
+            return
+        stored = stored if isinstance(stored, dict) else {}
+        self.browser_id = ensure_browser_id(stored.get("browser_id"))
+        reviewer = stored.get("reviewer")
+        if isinstance(reviewer, str) and 0 < len(reviewer.strip()) <= 40:
+            self.reviewer = reviewer.strip()
 
     @rx.event
     def save_reviewer(self, form_data: dict[str, Any]) -> None:
