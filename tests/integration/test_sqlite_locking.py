@@ -56,18 +56,17 @@ async def test_every_sqlite_connection_uses_wal_and_a_busy_timeout(tmp_path: Pat
             seen["checkpointer"] = (str(mode).lower(), int(busy))
         ws = DemoWorkspace(tmp_path / "files", engines.sync, tmp_path / "demo.sqlite")
         ws.ensure()
-        with ws.demo_engine.connect() as conn:
-            seen["demo workspace engine"] = _pragmas_sync(conn.connection.dbapi_connection)
+        demo_db = ws.space("owner-a").demo_db  # each owner's own demo database
         # the tools' own connections (execute_sql, the read-only check) and the workspace views
         for name, conn in {
-            "tool connection": app_sqlite.connect(ws.demo_db_path),
-            "read-only tool connection": app_sqlite.connect(ws.demo_db_path, read_only=True),
+            "tool connection": app_sqlite.connect(demo_db),
+            "read-only tool connection": app_sqlite.connect(demo_db, read_only=True),
         }.items():
             try:
                 seen[name] = _pragmas_sync(conn)
             finally:
                 conn.close()
-        assert inspect.records(db_path=ws.demo_db_path)[1], "the records view reads the demo file"
+        assert inspect.records(db_path=demo_db)[1], "the records view reads the demo file"
     finally:
         await engines.async_.dispose()
         engines.sync.dispose()
@@ -76,7 +75,9 @@ async def test_every_sqlite_connection_uses_wal_and_a_busy_timeout(tmp_path: Pat
 
 
 _OPENERS = {"connect", "create_engine", "create_async_engine", "from_conn_string"}
-_ALLOWED = {"hitl_app/store/sqlite.py", "hitl_app/store/db.py"}
+# sql_guard opens the tool connections itself (autocommit, ``mode=ro`` + ``query_only``, progress
+# handler, limits) and applies ``store.sqlite.apply_pragmas`` to the writable one.
+_ALLOWED = {"hitl_app/store/sqlite.py", "hitl_app/store/db.py", "hitl_app/agent/sql_guard.py"}
 
 
 def test_sqlite_is_opened_only_through_the_app_helpers():
