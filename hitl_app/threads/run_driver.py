@@ -49,10 +49,10 @@ def thread_config(thread_id: str, owner: str | None = None) -> dict[str, Any]:
 
 
 def _duration(seconds: float) -> str:
-    """``600`` -> ``"10 minutes"``, ``90`` -> ``"90 seconds"``."""
+    """``600`` -> ``"10 minutes"``, ``90`` -> ``"90 seconds"``, ``1`` -> ``"1 second"``."""
     if seconds >= 120 and seconds % 60 == 0:
         return f"{int(seconds // 60)} minutes"
-    return f"{seconds:g} seconds"
+    return f"{seconds:g} second{'' if seconds == 1 else 's'}"
 
 
 class RunDriver:
