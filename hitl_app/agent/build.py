@@ -4,7 +4,8 @@ Uses ``langchain.agents.create_agent`` with, in this order,
 ``HumanInTheLoopMiddleware(interrupt_on=..., interrupt_mode="batched")``, ``ReviewNeedMemo`` and
 ``RepeatedRejectionGuard()``; after_model hooks run in reverse list order, so the guard sees each
 model message first (see ``guards.py``), then the memo takes each call's "needs review?" answer
-once (see ``policy.py``), then the HITL middleware raises the card.
+once (see ``policy.py``), then the HITL middleware raises the card. The state keeps ``messages``
+as deltas (``state.py``), so a turn's checkpoint bytes do not grow with the thread's length.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from hitl_app.agent.policy import (
     describe_policy,
     interrupt_on_from_policy,
 )
+from hitl_app.agent.state import DeltaAgentState
 from hitl_app.agent.tools import DemoWorkspace, build_tools
 
 SYSTEM_PROMPT = (
@@ -83,6 +85,7 @@ def build_demo_agent(
             RepeatedRejectionGuard(),
         ],
         checkpointer=checkpointer,
+        state_schema=DeltaAgentState,
     )
     return AgentBundle(
         graph=graph,

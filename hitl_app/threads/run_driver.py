@@ -90,6 +90,7 @@ class RunDriver:
         self._session = session
         self._lock_for = lock_for
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        self._owners: dict[str, str] = {}  # thread id -> owner of its live run (counted in ``counter``)
         self.settling: dict[str, asyncio.Future[None]] = {}
 
     async def launch(
@@ -109,14 +110,17 @@ class RunDriver:
             Exception: whatever the bus raises (e.g. a Redis connection error); nothing started.
         """
         run_id = uuid.uuid4().hex
+        if thread_id in self._owners:
+            raise ThreadError("The agent is still answering; wait for it or press Stop.", code="busy")
         self.counter.check_start(owner)
         self.counter.started(owner)
+        self._owners[thread_id] = owner
         try:
             if not await self.bus.acquire_lease(thread_id, run_id, run_kind):
                 raise ThreadError("The agent is still answering (in another window); wait for it or press Stop.", code="busy")
             await self.bus.open(thread_id, run_id, run_kind)
         except BaseException:
-            self.counter.ended(owner)
+            self._end(thread_id)
             raise
         TOOL_WORK.install(asyncio.get_running_loop())
         config = {**thread_config(thread_id, owner), "recursion_limit": self.limits.max_steps}
@@ -139,8 +143,14 @@ class RunDriver:
             view, outcome, error = await self._read_back(thread_id, outcome, error, claimed)
             await self._settle(thread_id, run_id, outcome, error, view)
         finally:
-            self.tasks.pop(thread_id, None)
-            self.counter.ended(config["configurable"].get("owner", ""))
+            self._end(thread_id)
+
+    def _end(self, thread_id: str) -> None:
+        """Forget the thread's live run: its task entry and its place in the run counts (idempotent)."""
+        self.tasks.pop(thread_id, None)
+        owner = self._owners.pop(thread_id, None)
+        if owner is not None:
+            self.counter.ended(owner)
 
     async def _answer_open_calls(self, thread_id: str, reason: EndReason) -> None:
         """Answer the tool calls the run left open (see ``threads/pairing.py``); a failure is logged,
@@ -222,7 +232,7 @@ class RunDriver:
         self.settling[thread_id] = settled
         try:
             async with self._lock_for(thread_id):
-                self.tasks.pop(thread_id, None)
+                self._end(thread_id)
                 self.bus.publish(thread_id, RunEvent(kind="ended", run_id=run_id, outcome=outcome, error=error, view=view))
                 if view is not None:
                     await self._write_index(thread_id, view)

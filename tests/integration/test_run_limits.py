@@ -141,3 +141,23 @@ async def test_worker_run_limit_refuses_before_a_review_is_claimed(database_url,
         assert (await svc.load(r, owner=OWNER)).status == "idle"
         await usable(svc, r)
         assert svc.runs.counter.live == 0 and not svc.runs.counter.by_owner
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
+async def test_thousand_threads_touched_leave_no_per_thread_entries(database_url, workspace, saver):
+    """Per-process maps keyed by thread id are pruned: locks, run tasks, run owners, bus entries."""
+    async with limited(database_url, workspace, saver, messages_per_minute=1000, max_runs=1000) as svc:
+        ids = [tid() for _ in range(1000)]
+        for t in ids[:20]:
+            await run(svc, t, "stream 2 words")
+        for t in ids:
+            with pytest.raises(ThreadError):
+                await svc.continue_run(t, owner=OWNER)  # takes and releases the thread's lock
+        await asyncio.sleep(0)
+        bus = svc.bus
+        left = {
+            "locks": len(svc._locks), "tasks": len(svc.runs.tasks), "settling": len(svc.runs.settling),
+            "owners": len(svc.runs._owners), "runs by owner": len(svc.runs.counter.by_owner),
+            "tool work": len(TOOL_WORK), "bus": len(bus._channels) + len(bus._leases) + len(bus._generation) + len(bus._waiters),
+        }
+        assert left == dict.fromkeys(left, 0), left
