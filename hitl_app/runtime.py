@@ -24,6 +24,7 @@ from hitl_app.settings import Settings, get_settings
 from hitl_app.store.db import Engines, create_schema, make_engines
 from hitl_app.threads.bus import RunBus
 from hitl_app.threads.bus_local import LocalRunBus
+from hitl_app.threads.limits import RunLimits
 from hitl_app.threads.service import ThreadService
 
 log = logging.getLogger("hitl_app")
@@ -53,6 +54,17 @@ def get_service() -> ThreadService:
     return get_runtime().service
 
 
+
+
+def run_limits(settings: Settings) -> RunLimits:
+    """The run limits the settings ask for (``HITL_RUN_TIMEOUT_SECONDS`` ... ``HITL_MAX_RUNS``)."""
+    return RunLimits(
+        run_timeout_s=settings.run_timeout_seconds,
+        max_steps=settings.run_max_steps,
+        runs_per_owner=settings.runs_per_owner,
+        messages_per_minute=settings.messages_per_minute,
+        max_runs=settings.max_runs,
+    )
 
 
 def make_bus(settings: Settings) -> RunBus:
@@ -105,7 +117,7 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
                 await bus.start()
             except Exception as exc:  # noqa: BLE001 - redis raises several connection errors
                 raise StartupError(f"cannot reach Redis at {safe_url(settings.redis_url)}: {exc}") from exc
-            service = ThreadService(graph, engines, validators, bus=bus)
+            service = ThreadService(graph, engines, validators, bus=bus, limits=run_limits(settings))
             _runtime = Runtime(settings=settings, engines=engines, service=service)
             log.info(
                 "hitl_app started: pid=%s model=%s agent=%s database=%s bus=%s",

@@ -21,6 +21,11 @@ Every knob the app has lives here, so no other module reads ``os.environ``. Vari
 | HITL_OIDC_ISSUER   | unset                 | OpenID Connect issuer URL; set it to offer single sign-on |
 | HITL_OIDC_CLIENT_ID / HITL_OIDC_CLIENT_SECRET | unset | the app's client at that issuer             |
 | HITL_OIDC_ROLE_CLAIM | unset               | id_token claim holding the role (else the admin sets it)  |
+| HITL_RUN_TIMEOUT_SECONDS | ``600``         | wall-clock limit of one run; then it is stopped           |
+| HITL_RUN_MAX_STEPS | ``50``                | graph steps per run (LangGraph ``recursion_limit``)       |
+| HITL_RUNS_PER_OWNER | ``3``                | runs one owner may have going at once (per worker)        |
+| HITL_MESSAGES_PER_MINUTE | ``30``          | new messages per owner per minute (per worker)            |
+| HITL_MAX_RUNS      | ``32``                | runs going at once in one worker, all owners together     |
 
 Bounds of each demo tool call (``hitl_app.agent.limits.ToolLimits``):
 
@@ -118,6 +123,11 @@ class Settings(BaseSettings):
     oidc_client_id: str | None = Field(default=None, alias="HITL_OIDC_CLIENT_ID")
     oidc_client_secret: str | None = Field(default=None, alias="HITL_OIDC_CLIENT_SECRET")
     oidc_role_claim: str | None = Field(default=None, alias="HITL_OIDC_ROLE_CLAIM")
+    run_timeout_seconds: float = Field(default=600.0, gt=0, le=24 * 3600, alias="HITL_RUN_TIMEOUT_SECONDS")
+    run_max_steps: int = Field(default=50, ge=2, le=10_000, alias="HITL_RUN_MAX_STEPS")
+    runs_per_owner: int = Field(default=3, ge=1, le=1000, alias="HITL_RUNS_PER_OWNER")
+    messages_per_minute: int = Field(default=30, ge=1, le=100_000, alias="HITL_MESSAGES_PER_MINUTE")
+    max_runs: int = Field(default=32, ge=1, le=100_000, alias="HITL_MAX_RUNS")
     _database: DatabaseURL = PrivateAttr()
 
     # ---- bounds of each demo tool call (read by hitl_app.agent.limits.ToolLimits.from_settings) ----

@@ -6,7 +6,8 @@ Uses ``langchain.agents.create_agent`` with, in this order,
 reverse list order, so the guard sees each model message first (see ``guards.py``), then the
 limit answers the calls beyond the per-message limit (see ``call_limit.py``), then the memo takes
 each call's "needs review?" answer once (see ``policy.py``), then the HITL middleware raises the
-card. Last, ``OwnerWorkspaceSetup`` creates the run owner's workspace when a run starts.
+card. Last, ``OwnerWorkspaceSetup`` creates the run owner's workspace when a run starts. The state keeps ``messages``
+as deltas (``state.py``), so a turn's checkpoint bytes do not grow with the thread's length.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from hitl_app.agent.policy import (
     describe_policy,
     interrupt_on_from_policy,
 )
+from hitl_app.agent.state import DeltaAgentState
 from hitl_app.agent.tools import OwnerWorkspaceSetup, build_tools
 from hitl_app.agent.workspace import DemoWorkspace
 
@@ -95,6 +97,7 @@ def build_demo_agent(
             OwnerWorkspaceSetup(workspace),
         ],
         checkpointer=checkpointer,
+        state_schema=DeltaAgentState,
     )
     return AgentBundle(
         graph=graph,

@@ -15,13 +15,17 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Literal
 
+from langgraph.errors import GraphRecursionError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.store.reviews import record_review_requested, release_claim
 from hitl_app.store.threads import touch_thread
 from hitl_app.threads.bus import RunBus, RunEvent
 from hitl_app.threads.errors import describe_run_error
+from hitl_app.threads.limits import RunCounter, RunLimits
+from hitl_app.threads.pairing import EndReason, answer_open_calls
 from hitl_app.threads.text_batcher import FLUSH_INTERVAL_S, TextBatcher
+from hitl_app.threads.tool_work import RUN_THREAD, TOOL_WORK
 from hitl_app.threads.types import ThreadError
 from hitl_app.threads.views import ThreadView, thread_view_from_snapshot
 
@@ -78,6 +82,13 @@ class _HeldBoundary:
             self._timer = None
 
 
+def _duration(seconds: float) -> str:
+    """``600`` -> ``"10 minutes"``, ``90`` -> ``"90 seconds"``, ``1`` -> ``"1 second"``."""
+    if seconds >= 120 and seconds % 60 == 0:
+        return f"{int(seconds // 60)} minutes"
+    return f"{seconds:g} second{'' if seconds == 1 else 's'}"
+
+
 class RunDriver:
     """Starts and drives the runs of one graph; at most one live run per thread in this process.
 
@@ -89,6 +100,7 @@ class RunDriver:
             under it, so a submission or a new turn waits for them.
         flush_interval: the least time between two streamed text deltas, in seconds
             (``TextBatcher``: a token after a quiet gap goes out at once).
+        limits: the run limits (time, steps, runs per owner and per worker).
 
     Attributes:
         boundary_hold_s: how long a finished message's ``boundary`` is held back (seconds,
@@ -105,14 +117,18 @@ class RunDriver:
         session: Callable[[], AsyncSession],
         lock_for: Callable[[str], asyncio.Lock],
         flush_interval: float = FLUSH_INTERVAL_S,
+        limits: RunLimits | None = None,
     ) -> None:
         self.graph = graph
+        self.limits = limits or RunLimits()
+        self.counter = RunCounter(self.limits)
         self.bus = bus
         self.flush_interval = flush_interval
         self.boundary_hold_s = BOUNDARY_HOLD_S
         self._session = session
         self._lock_for = lock_for
         self.tasks: dict[str, asyncio.Task[None]] = {}
+        self._owners: dict[str, str] = {}  # thread id -> owner of its live run (counted in ``counter``)
         self.settling: dict[str, asyncio.Future[None]] = {}
 
     async def launch(
@@ -127,14 +143,25 @@ class RunDriver:
                 that interrupt still pending, the claim is released.
 
         Raises:
-            ThreadError: ``busy`` when another run of the thread holds the lease (another worker).
+            ThreadError: ``busy`` when another run of the thread holds the lease (another worker),
+                ``limited`` when the owner or this worker already has as many runs as allowed.
             Exception: whatever the bus raises (e.g. a Redis connection error); nothing started.
         """
         run_id = uuid.uuid4().hex
-        if not await self.bus.acquire_lease(thread_id, run_id, run_kind):
-            raise ThreadError("The agent is still answering (in another window); wait for it or press Stop.", code="busy")
-        await self.bus.open(thread_id, run_id, run_kind)
-        config = thread_config(thread_id, owner)
+        if thread_id in self._owners:
+            raise ThreadError("The agent is still answering; wait for it or press Stop.", code="busy")
+        self.counter.check_start(owner)
+        self.counter.started(owner)
+        self._owners[thread_id] = owner
+        try:
+            if not await self.bus.acquire_lease(thread_id, run_id, run_kind):
+                raise ThreadError("The agent is still answering (in another window); wait for it or press Stop.", code="busy")
+            await self.bus.open(thread_id, run_id, run_kind)
+        except BaseException:
+            self._end(thread_id)
+            raise
+        TOOL_WORK.install(asyncio.get_running_loop())
+        config = {**thread_config(thread_id, owner), "recursion_limit": self.limits.max_steps}
         task = asyncio.create_task(self._drive(thread_id, run_id, inp, config, claimed), name=f"run:{thread_id}")
         self.tasks[thread_id] = task
         return run_id
@@ -146,15 +173,37 @@ class RunDriver:
             task.cancel()
 
     async def _drive(self, thread_id: str, run_id: str, inp: Any, config: dict[str, Any], claimed: str | None) -> None:
+        RUN_THREAD.set(thread_id)
         try:
-            outcome, error = await self._stream(thread_id, run_id, inp, config)
+            outcome, error, ended_by = await self._stream(thread_id, run_id, inp, config)
+            if ended_by is not None:
+                await self._answer_open_calls(thread_id, ended_by)
             view, outcome, error = await self._read_back(thread_id, outcome, error, claimed)
             await self._settle(thread_id, run_id, outcome, error, view)
         finally:
-            self.tasks.pop(thread_id, None)
+            self._end(thread_id)
 
-    async def _stream(self, thread_id: str, run_id: str, inp: Any, config: dict[str, Any]) -> tuple[RunOutcome, str | None]:
-        """Run the graph, publishing batched text and message boundaries; returns (outcome, error).
+    def _end(self, thread_id: str) -> None:
+        """Forget the thread's live run: its task entry and its place in the run counts (idempotent)."""
+        self.tasks.pop(thread_id, None)
+        owner = self._owners.pop(thread_id, None)
+        if owner is not None:
+            self.counter.ended(owner)
+
+    async def _answer_open_calls(self, thread_id: str, reason: EndReason) -> None:
+        """Answer the tool calls the run left open (see ``threads/pairing.py``); a failure is logged,
+        and the next load, Continue or new message answers them instead."""
+        try:
+            await answer_open_calls(self.graph, thread_config(thread_id), reason)
+        except Exception:  # noqa: BLE001 - the run's end must still be announced
+            log.exception("open tool calls not answered thread=%s", thread_id)
+
+    async def _stream(
+        self, thread_id: str, run_id: str, inp: Any, config: dict[str, Any]
+    ) -> tuple[RunOutcome, str | None, EndReason | None]:
+        """Run the graph, publishing batched text and message boundaries, within the run limits.
+
+        Returns (outcome, error, why tool calls may be left open: None when the run ended normally).
 
         A message's ``boundary`` (on which every watching tab reads the committed thread) is held
         back: it is published when the next message starts, or ``BOUNDARY_HOLD_S`` after the
@@ -170,26 +219,34 @@ class RunDriver:
         boundary = _HeldBoundary(lambda: bus.publish(thread_id, RunEvent(kind="boundary", run_id=run_id)), self.boundary_hold_s)
         outcome: RunOutcome = "finished"
         error: str | None = None
+        ended_by: EndReason | None = None
         try:
-            run = await self.graph.astream_events(inp, config, version="v3")
-            async with run:
-                async for message in run.messages:
-                    boundary.release()
-                    async for token in message.text:
-                        batcher.append(token)
-                    batcher.flush()
-                    boundary.hold()
-                if await run.interrupted():
-                    outcome = "interrupted"
+            async with asyncio.timeout(self.limits.run_timeout_s):
+                run = await self.graph.astream_events(inp, config, version="v3")
+                async with run:
+                    async for message in run.messages:
+                        boundary.release()
+                        async for token in message.text:
+                            batcher.append(token)
+                        batcher.flush()
+                        boundary.hold()
+                    if await run.interrupted():
+                        outcome = "interrupted"
         except asyncio.CancelledError:
-            outcome = "stopped"
+            outcome, ended_by = "stopped", "stopped"
+        except TimeoutError:
+            outcome, ended_by = "failed", "time_limit"
+            error = f"The run took longer than {_duration(self.limits.run_timeout_s)}; it was stopped. Send a new message or press Retry."
+        except GraphRecursionError:
+            outcome, ended_by = "failed", "step_limit"
+            error = f"The agent took more than {self.limits.max_steps} steps; it was stopped. Send a new message to go on."
         except Exception as exc:  # noqa: BLE001 - any model/tool/database error ends the run visibly
             outcome, error = "failed", describe_run_error(exc)
             log.warning("run failed thread=%s run=%s: %s", thread_id, run_id, error)
         finally:
             boundary.drop()
             batcher.flush()
-        return outcome, error
+        return outcome, error, ended_by
 
     async def _read_back(
         self, thread_id: str, outcome: RunOutcome, error: str | None, claimed: str | None
@@ -220,7 +277,7 @@ class RunDriver:
         self.settling[thread_id] = settled
         try:
             async with self._lock_for(thread_id):
-                self.tasks.pop(thread_id, None)
+                self._end(thread_id)
                 self.bus.publish(thread_id, RunEvent(kind="ended", run_id=run_id, outcome=outcome, error=error, view=view))
                 if view is not None:
                     await self._write_index(thread_id, view)

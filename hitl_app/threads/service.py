@@ -15,6 +15,7 @@ import functools
 import logging
 import sqlite3
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import timedelta
 from typing import Any, ParamSpec, TypeVar
@@ -33,8 +34,11 @@ from hitl_app.store.db import Engines
 from hitl_app.store.tables import utcnow
 from hitl_app.threads.bus import RunBus, RunEvent
 from hitl_app.threads.bus_local import LocalRunBus
+from hitl_app.threads.limits import RunLimits
+from hitl_app.threads.pairing import EndReason, answer_open_calls, open_tool_calls, was_stopped
 from hitl_app.threads.run_driver import RunDriver, thread_config
 from hitl_app.threads.text_batcher import FLUSH_INTERVAL_S
+from hitl_app.threads.tool_work import TOOL_WORK
 from hitl_app.threads.types import AuditEntry, ThreadError, ThreadSummary
 from hitl_app.threads.views import ThreadView, thread_view_from_snapshot
 
@@ -49,6 +53,9 @@ A claim is written before the run lease is taken, so a fresh claim may belong to
 still starting in another worker; after this long (the Redis run lease's lifetime) it cannot.
 ``load`` then releases it, and the reviewer decides again: a resume nobody saw run is not replayed
 later on its own (the thread may have been opened hours after)."""
+
+TOOL_SETTLE_S = 2.0
+"""Seconds a new message or Continue waits for a stopped run's tool to finish before refusing."""
 
 _UNAVAILABLE = (OperationalError, InterfaceError, sqlite3.OperationalError, PgOperationalError, OSError, RedisConnectionError, RedisTimeoutError)
 """Errors of a locked or unreachable database or message bus."""
@@ -95,6 +102,8 @@ class ThreadService:
             checked for JSON validity only).
         bus: the live event fan-out (a new in-process one by default).
         flush_interval: seconds between streamed text deltas.
+        limits: run limits (``RunLimits``: time and steps per run, runs per owner and per
+            worker, messages per minute per owner); the defaults when omitted.
     """
 
     def __init__(
@@ -104,14 +113,17 @@ class ThreadService:
         validators: Mapping[str, ArgsValidator] | None = None,
         bus: RunBus | None = None,
         flush_interval: float = FLUSH_INTERVAL_S,
+        limits: RunLimits | None = None,
     ) -> None:
         self.graph = graph
         self.engines = engines
         self.validators = dict(validators or {})
         self.bus = bus or LocalRunBus()
-        self._locks: dict[str, asyncio.Lock] = {}
+        # a thread's lock lives while someone holds or waits for it, then the entry goes
+        self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.runs = RunDriver(
-            graph=graph, bus=self.bus, session=self._session, lock_for=self._lock, flush_interval=flush_interval
+            graph=graph, bus=self.bus, session=self._session, lock_for=self._lock, flush_interval=flush_interval,
+            limits=limits,
         )
         self.bus.on_stop = self.runs.cancel
 
@@ -142,7 +154,13 @@ class ThreadService:
         ``STALE_CLAIM_S``). Raises ThreadError (``check_access``).
         """
         await self.check_access(thread_id, owner)
-        view = await self._read(thread_id)
+        snapshot = await self.graph.aget_state(self.config(thread_id))
+        if was_stopped(snapshot) and open_tool_calls(snapshot.values.get("messages", []) if snapshot.values else []):
+            async with self._lock(thread_id):
+                if not await self.is_running(thread_id):
+                    await answer_open_calls(self.graph, self.config(thread_id), "stopped")
+            snapshot = await self.graph.aget_state(self.config(thread_id))
+        view = thread_view_from_snapshot(thread_id, snapshot)
         if view.pending is not None:
             await self._note_review(view.pending)
         return view
@@ -186,13 +204,18 @@ class ThreadService:
         thread_owner = await self.check_access(thread_id, owner)
         async with self._lock(thread_id):
             await self._refuse_if_busy(thread_id)
-            view = await self._read(thread_id)
+            snapshot = await self.graph.aget_state(self.config(thread_id))
+            view = thread_view_from_snapshot(thread_id, snapshot)
             if view.pending is not None:
                 n = len(view.pending.action_requests)
                 raise ThreadError(
                     f"Decide the pending review first: the agent is waiting on {n} action{'s' if n != 1 else ''}.",
                     code="review_pending",
                 )
+            self.runs.counter.check_start(thread_owner)
+            self.runs.counter.note_message(thread_owner)
+            reason: EndReason = "failed" if view.status == "failed" else "stopped" if was_stopped(snapshot) else "abandoned"
+            await answer_open_calls(self.graph, self.config(thread_id), reason, snapshot)
             async with self._session() as session:
                 await threads.touch_thread(session=session, thread_id=thread_id, owner=owner, title=text)
             inp = {"messages": [{"role": "user", "content": text}]}
@@ -220,6 +243,7 @@ class ThreadService:
             review = (await self._read(thread_id)).pending
             typed = validate_submission(review, interrupt_id, decisions, self.validators)
             assert review is not None  # validate_submission refuses a missing review
+            self.runs.counter.check_start(thread_owner)
             await self._claim(review, typed, reviewer)
             run_id = await self._resume(review, typed, thread_owner)
             try:  # the claim is made and the run started: a lagging sidebar index must not fail it
@@ -244,6 +268,9 @@ class ThreadService:
                 raise ThreadError("Decide the pending review first.", code="review_pending")
             if view.status not in ("incomplete", "failed"):
                 raise ThreadError("Nothing to continue: the last run finished.", code="nothing_to_continue")
+            snapshot = await self.graph.aget_state(self.config(thread_id))
+            if was_stopped(snapshot):  # Stop's own answer to the open calls was not written
+                await answer_open_calls(self.graph, self.config(thread_id), "stopped", snapshot)
             return await self.runs.launch(thread_id, None, "continue", owner=thread_owner)
 
     async def stop(self, thread_id: str, *, owner: str | None = None) -> bool:
@@ -281,8 +308,16 @@ class ThreadService:
         return self._locks.setdefault(thread_id, asyncio.Lock())
 
     async def _refuse_if_busy(self, thread_id: str) -> None:
+        """Refuse while a run is live, or while a stopped run's tool still runs in a worker thread
+        (waits up to ``TOOL_SETTLE_S`` for it first): starting again could run it a second time."""
         if await self.is_running(thread_id):
             raise ThreadError("The agent is still answering; wait for it or press Stop.", code="busy")
+        if not await TOOL_WORK.wait_idle(thread_id, TOOL_SETTLE_S):
+            raise ThreadError(
+                "A stopped tool call is still finishing in the background; try again in a few seconds "
+                "(it will not be run a second time).",
+                code="busy",
+            )
 
     async def _read(self, thread_id: str) -> ThreadView:
         """The thread's view from its checkpoint (never runs the graph)."""
@@ -308,6 +343,8 @@ class ThreadService:
             return await self.runs.launch(review.thread_id, command, "resume", owner=owner, claimed=review.interrupt_id)
         except BaseException as exc:
             released = await self._release_claim(review.interrupt_id)
+            if isinstance(exc, ThreadError) and exc.code == "limited":
+                raise
             if isinstance(exc, ThreadError):  # another worker's run holds the thread
                 raise ReviewError(_STALE, code="stale") from None
             if not isinstance(exc, Exception):

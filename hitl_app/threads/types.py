@@ -23,6 +23,7 @@ ThreadErrorCode = Literal[
     "nothing_to_continue",
     "db_unavailable",
     "not_started",
+    "limited",
 ]
 """Why a request about a thread was refused (``ThreadError.code``).
 

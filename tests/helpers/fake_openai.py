@@ -13,7 +13,14 @@ Behaviour (deterministic, from the conversation it is sent):
 - last user message asks to email someone (``email bob@example.com ...``) and the request offers a
   ``send_email`` tool: streams ``"I will email bob@example.com now."`` then one ``send_email`` call
   with ``{"to", "subject", "body"}``;
+- ``wait <N> seconds`` with a ``slow_task`` tool offered: one ``slow_task(seconds=N)`` call;
+- ``stream <N> words``: streams N words (one chunk each, ``delay`` apart: a reply to press Stop in);
 - otherwise: streams ``"You said: <text>"``.
+
+Like the real API, a history in which an assistant message's ``tool_calls`` are not each answered
+by a tool message before the next non-tool message is refused with HTTP 400
+(``invalid_request_error``, "An assistant message with 'tool_calls' must be followed by tool
+messages responding to each 'tool_call_id'. ..."); ``refused`` lists the refused requests.
 
 Failures, for provider-error tests: ``POST /control`` with ``{"fail": "429"|"500"|"drop", "times": n}``
 makes the next ``n`` completions fail that way (``drop`` streams a few words and then closes the
@@ -40,6 +47,33 @@ from aiohttp import web
 
 EMAIL_RE = re.compile(r"\bemail\s+([\w.+-]+@[\w-]+(?:\.[\w-]+)+)(.*)", re.IGNORECASE | re.DOTALL)
 MAGIC_RE = re.compile(r"\[fail:(429|500|drop)\]")
+WAIT_RE = re.compile(r"^wait\s+(\d+(?:\.\d+)?)\s+sec(?:ond)?s?\W*$", re.IGNORECASE)
+STREAM_RE = re.compile(r"^stream\s+(\d+)\s+words?\W*$", re.IGNORECASE)
+UNPAIRED = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+    "'tool_call_id'. The following tool_call_ids did not have response messages: {ids}"
+)
+
+
+def unpaired_tool_calls(messages: list[dict[str, Any]]) -> tuple[int, list[str]] | None:
+    """(index of the assistant message, its unanswered tool call ids) for the first broken pair.
+
+    The real API's rule: the messages right after an assistant message with ``tool_calls`` must be
+    tool messages answering every one of its ids. Returns None when the history is paired.
+    """
+    for i, message in enumerate(messages):
+        if message.get("role") != "assistant" or not message.get("tool_calls"):
+            continue
+        ids = [tc.get("id") for tc in message["tool_calls"]]
+        answered = set()
+        for follower in messages[i + 1 :]:
+            if follower.get("role") != "tool":
+                break
+            answered.add(follower.get("tool_call_id"))
+        missing = [x for x in ids if x not in answered]
+        if missing:
+            return i, missing
+    return None
 
 
 def _text_of(content: Any) -> str:
@@ -68,6 +102,7 @@ class FakeOpenAI:
         self.delay = delay
         self.requests: list[dict[str, Any]] = []
         self.failures: list[str] = []
+        self.refused: list[dict[str, Any]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
@@ -157,6 +192,14 @@ class FakeOpenAI:
         user = next((m for m in reversed(messages) if m.get("role") == "user"), {})
         text = _text_of(user.get("content")).strip()
         tools = {t.get("function", {}).get("name") for t in body.get("tools") or []}
+        wait = WAIT_RE.match(text)
+        if wait and "slow_task" in tools:
+            seconds = float(wait.group(1))
+            args = {"seconds": int(seconds) if seconds.is_integer() else seconds}
+            return "", [{"id": f"call_{uuid.uuid4().hex[:12]}", "name": "slow_task", "arguments": json.dumps(args)}]
+        stream = STREAM_RE.match(text)
+        if stream:
+            return " ".join(f"w{n}" for n in range(1, int(stream.group(1)) + 1)), []
         match = EMAIL_RE.search(text)
         if match and "send_email" in tools:
             to = match.group(1)
@@ -179,6 +222,15 @@ class FakeOpenAI:
     async def _completions(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
         self.requests.append(body)
+        broken = unpaired_tool_calls(body.get("messages") or [])
+        if broken is not None:
+            self.refused.append(body)
+            index, missing = broken
+            return web.json_response(
+                {"error": {"message": UNPAIRED.format(ids=", ".join(missing)), "type": "invalid_request_error",
+                           "param": f"messages.[{index}].role", "code": None}},
+                status=400,
+            )
         failure = self._failure_for(body)
         if failure == "429":
             return web.json_response(
