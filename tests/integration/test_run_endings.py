@@ -107,10 +107,9 @@ async def test_stop_while_an_approved_tool_runs(fake_openai, tmp_path, database_
         [row] = cancelled_rows(view)
         assert row.tool_name == "slow_task" and row.outcome == "error"
         assert_pairing(await checkpointed(svc, t))
-        if then != "reload":  # the stopped tool still runs in its worker thread: starting again waits for it
-            with pytest.raises(ThreadError, match="still finishing in the background"):
-                await (svc.start_turn(t, "too soon", owner=OWNER) if then == "new message" else svc.continue_run(t, owner=OWNER))
-        assert await TOOL_WORK.wait_idle(t, 10)
+        # slow_task's wait is cancelled with the run (Stop really stops the tool), so nothing is
+        # left running and the next step may start at once
+        assert await TOOL_WORK.wait_idle(t, 1)
         if then == "new message":
             await next_turn_answers(svc, fake_openai, t)
         elif then == "continue":
