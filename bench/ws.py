@@ -85,9 +85,10 @@ class ReflexClient:
         first = await self.ws.receive_str()
         if not first.startswith("0"):
             raise RuntimeError(f"unexpected engine.io open: {first[:100]}")
-        hydrate = self._event(f"{ROOT}.hydrate_and_load", {})
-        # the browser keeps its id in localStorage and sends it with every event; the first
-        # SessionState._ensure_identity would otherwise make a new one
+        # the page sends its localStorage (the browser id) with the hydrate; a tab without one is
+        # asked for it by the server (a JS call this client does not run)
+        stored = {f"{SESSION}.browser_id_rx_state_": self.browser_id, f"{SESSION}.reviewer_rx_state_": ""}
+        hydrate = self._event(f"{ROOT}.hydrate_and_load", {"vars": stored})
         await self.ws.send_str(f"40{NS}," + json.dumps({"event": hydrate}))
         self._reader = asyncio.create_task(self._read())
         await self.wait_for(lambda: self.get(ROOT, "is_hydrated") is True, timeout=30)
