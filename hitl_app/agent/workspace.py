@@ -31,7 +31,6 @@ import fcntl
 import json
 import os
 import re
-import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path

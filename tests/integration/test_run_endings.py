@@ -22,7 +22,6 @@ import pytest
 from hitl_app.runtime import open_runtime
 from hitl_app.settings import Settings
 from hitl_app.threads import run_driver
-from hitl_app.threads.types import ThreadError
 from hitl_app.threads.tool_work import TOOL_WORK
 from tests.helpers.fake_openai import FakeOpenAI, unpaired_tool_calls
 from tests.helpers.pairing import assert_pairing
