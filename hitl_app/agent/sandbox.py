@@ -99,8 +99,12 @@ def usage(root: Path, *, stop_after: int) -> tuple[int, int]:
             if entry.is_dir(follow_symlinks=False):
                 stack.append(Path(entry.path))
             elif entry.is_file(follow_symlinks=False):
+                try:
+                    size = entry.stat(follow_symlinks=False).st_size
+                except FileNotFoundError:  # another write's temp file, renamed or removed meanwhile
+                    continue
                 count += 1
-                total += entry.stat(follow_symlinks=False).st_size
+                total += size
     return count, total
 
 

@@ -89,6 +89,14 @@ def _words(text: str) -> list[str]:
     return re.findall(r"\S+\s*|\s+", text) or [text]
 
 
+def forget_cached_openai_clients() -> None:
+    """Clear langchain-openai's cached default httpx clients (see ``FakeOpenAI.start``)."""
+    from langchain_openai.chat_models import _client_utils
+
+    _client_utils._cached_async_httpx_client.cache_clear()
+    _client_utils._cached_sync_httpx_client.cache_clear()
+
+
 class FakeOpenAI:
     """The fake provider; see the module docstring.
 
@@ -133,7 +141,15 @@ class FakeOpenAI:
         return app
 
     def start(self) -> "FakeOpenAI":
-        """Serve in a daemon thread; returns when the port is listening."""
+        """Serve in a daemon thread; returns when the port is listening.
+
+        Also forgets langchain-openai's process-wide cached httpx clients (``lru_cache`` keyed by
+        base URL in ``langchain_openai.chat_models._client_utils``): each test runs on its own
+        event loop, and when the OS hands a later server the same port, the cached client would
+        reuse connections bound to an earlier, closed loop ("Event loop is closed"). The app
+        itself runs one loop per process, so only tests meet this.
+        """
+        forget_cached_openai_clients()
         ready = threading.Event()
 
         def run() -> None:

@@ -161,3 +161,25 @@ async def test_the_agent_acts_in_the_owner_named_in_the_run_config(workspace):
     await graph.ainvoke(Command(resume={"decisions": [{"type": "approve"}]}), config)
     assert [m.recipient for m in inspect.outbox(engine=workspace.engine, owner=ALICE)] == ["pat@example.com"]
     assert inspect.outbox(engine=workspace.engine, owner=BOB) == []
+
+
+def test_quota_count_ignores_a_file_removed_while_it_is_counted(tmp_path, monkeypatch):
+    """Another write's temp file can be renamed between listing a folder and reading a file's size.
+
+    The quota count must skip it, not fail the tool call (seen in CI with 20 parallel writes).
+    """
+    import os
+
+    from hitl_app.agent import sandbox
+
+    (tmp_path / "kept.txt").write_text("12345")
+    (tmp_path / ".tmp-x.part").write_text("gone soon")
+    real_scandir = os.scandir
+
+    def scandir_then_rename(path):
+        entries = list(real_scandir(path))
+        (tmp_path / ".tmp-x.part").rename(tmp_path / "renamed.txt")  # what a concurrent write does
+        return iter(entries)
+
+    monkeypatch.setattr(sandbox.os, "scandir", scandir_then_rename)
+    assert sandbox.usage(tmp_path, stop_after=100) == (1, 5)
