@@ -20,7 +20,16 @@ from collections.abc import Awaitable, Callable
 from playwright.sync_api import Page, expect
 
 from hitl_app.agent.demo.phrases import demo_words
-from tests.e2e.ui import THINKING, cards, messages, normalize, open_new_thread, send, shoot, wait_idle
+from tests.e2e.ui import (
+    THINKING,
+    cards,
+    messages,
+    normalize,
+    open_new_thread,
+    send,
+    shoot,
+    wait_idle,
+)
 from tests.helpers import app_db
 from tests.helpers.app_server import AppServer
 from tests.helpers.ws_client import WsClient
@@ -148,10 +157,9 @@ def duplicate(page: Page) -> Page:
     copy.problems = page.problems  # type: ignore[attr-defined]
     copy.set_default_timeout(20_000)
     copy.add_init_script(
-        "(() => { if (sessionStorage.getItem('__copied')) return; const s = JSON.parse(%s);"
+        "(() => { if (sessionStorage.getItem('__copied')) return; const s = JSON.parse(" + json.dumps(storage) + ");"
         " for (const k in s) sessionStorage.setItem(k, s[k]);"
         " sessionStorage.setItem('__copied', s.token || ''); })()"
-        % json.dumps(storage)
     )
     copy.goto(page.url)
     return copy
