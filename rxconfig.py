@@ -4,6 +4,8 @@ import os
 
 import reflex as rx
 
+from hitl_app.settings import allowed_origins
+
 # A 1 MB paste must reach the server and be refused with a clear message instead of closing the
 # websocket (engine.io's default limit is 1,000,000 bytes, and a longer message drops the connection).
 # The limit must hold MAX_PASTE_CHARS (hitl_app/review/types.py) at the widest UTF-8 encoding. Large
@@ -17,6 +19,9 @@ config = rx.Config(
     # Listen on loopback unless told otherwise (`reflex run --backend-host 0.0.0.0`, or
     # `HOST=0.0.0.0 make run`); Reflex's own default is every interface.
     backend_host="127.0.0.1",
+    # Only the app's own pages may call it or open its websocket (Reflex's default is "*"):
+    # HITL_ALLOWED_ORIGINS, else the address it serves on (hitl_app/settings.py).
+    cors_allowed_origins=allowed_origins(),
     show_built_with_reflex=False,
     plugins=[rx.plugins.RadixThemesPlugin(theme=rx.theme(accent_color="indigo", radius="medium"))],
     disable_plugins=[rx.plugins.SitemapPlugin],

@@ -26,6 +26,7 @@ Every knob the app has lives here, so no other module reads ``os.environ``. Vari
 | HITL_RUNS_PER_OWNER | ``3``                | runs one owner may have going at once (per worker)        |
 | HITL_MESSAGES_PER_MINUTE | ``30``          | new messages per owner per minute (per worker)            |
 | HITL_MAX_RUNS      | ``32``                | runs going at once in one worker, all owners together     |
+| HITL_ALLOWED_ORIGINS | the app's own address | comma-separated origins whose pages may use the app (CORS, websocket); see ``allowed_origins`` |
 
 Bounds of each demo tool call (``hitl_app.agent.limits.ToolLimits``):
 
@@ -42,6 +43,7 @@ Bounds of each demo tool call (``hitl_app.agent.limits.ToolLimits``):
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -174,3 +176,34 @@ class Settings(BaseSettings):
 def get_settings() -> Settings:
     """The process-wide settings, read on first use."""
     return Settings()
+
+
+_LOOPBACK = ("127.0.0.1", "localhost", "[::1]")
+
+
+def allowed_origins(env: dict[str, str] | None = None) -> list[str]:
+    """The origins whose pages may call the app and open its websocket (Reflex ``cors_allowed_origins``).
+
+    ``HITL_ALLOWED_ORIGINS`` (comma-separated, e.g. ``https://chat.example.com``) when set; else the
+    app's own address: ``http://<loopback name>:<port>`` for each loopback name, plus
+    ``http://<host>:<port>`` when the app listens on one specific other host. The port and host are
+    the ones ``reflex run`` was given (``REFLEX_FRONTEND_PORT``, ``REFLEX_BACKEND_HOST``; default
+    3000). A server reached under another name (``HOST=0.0.0.0``, a proxy) needs the variable.
+
+    Raises:
+        ValueError: an entry that is not ``scheme://host[:port]`` or is ``*``.
+    """
+    env = os.environ if env is None else env
+    explicit = [o.strip().rstrip("/") for o in env.get("HITL_ALLOWED_ORIGINS", "").split(",") if o.strip()]
+    for origin in explicit:
+        scheme, sep, rest = origin.partition("://")
+        if origin == "*" or not sep or scheme not in ("http", "https") or not rest or "/" in rest:
+            raise ValueError(f"HITL_ALLOWED_ORIGINS: {origin!r} is not an origin like https://chat.example.com")
+    if explicit:
+        return explicit
+    port = env.get("REFLEX_FRONTEND_PORT") or env.get("REFLEX_BACKEND_PORT") or "3000"
+    hosts = list(_LOOPBACK)
+    host = env.get("REFLEX_BACKEND_HOST", "")
+    if host and host not in ("0.0.0.0", "::", "::1", *hosts):
+        hosts.append(host)
+    return [f"http://{h}:{port}" for h in hosts]

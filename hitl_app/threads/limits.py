@@ -20,8 +20,9 @@ class RunLimits:
 
     Attributes:
         run_timeout_s: wall-clock seconds one run may take before it is stopped.
-        max_steps: graph steps one run may take (LangGraph ``recursion_limit``); one model call
-            with its middleware and tools is about five steps.
+        max_steps: graph steps one run may take (LangGraph ``recursion_limit``). Every
+            middleware hook is a step of its own: with the built-in agent a run takes one step
+            to start, then six per model call (the model, four after_model hooks, the tools).
         runs_per_owner: runs one owner may have live at once.
         messages_per_minute: new messages one owner may send per minute.
         max_runs: runs live at once in this worker, all owners together.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import re
 import subprocess
+import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -127,3 +128,44 @@ def test_make_run_listens_on_loopback_unless_a_host_is_given(host: str | None, e
     args = ["make", "-n", "-o", "setup", "run"] + ([f"HOST={host}"] if host else [])
     out = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert expected in out, out
+
+
+def _with_origin(url: str, origin: str, method: str = "GET") -> dict[str, str]:
+    headers = {"Origin": origin, "Accept-Encoding": "identity"}
+    if method == "OPTIONS":
+        headers |= {"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type"}
+    req = urllib.request.Request(url, headers=headers, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return {k.lower(): v for k, v in r.headers.items()}
+    except urllib.error.HTTPError as exc:  # a refused preflight is a 400
+        return {k.lower(): v for k, v in exc.headers.items()}
+
+
+async def _socket_accepts(server: AppServer, origin: str) -> bool:
+    """Whether the app's websocket accepts a connection whose handshake carries ``origin``."""
+    import socketio
+
+    sio = socketio.AsyncClient(reconnection=False)
+    try:
+        await sio.connect(
+            f"{server.url}/_event/?token={uuid.uuid4()}", transports=["websocket"], namespaces=["/_event"],
+            socketio_path="/_event", headers={"Origin": origin}, wait_timeout=10,
+        )
+    except socketio.exceptions.ConnectionError:
+        return False
+    await sio.disconnect()
+    return True
+
+
+def test_cross_origin_requests_get_no_cors_grant_and_no_websocket(server: AppServer):
+    """Security review L8(d): no ``Access-Control-Allow-Origin: *``; only the app's own origins
+    (``HITL_ALLOWED_ORIGINS``, by default the address it serves on) may read it or open its websocket."""
+    foreign, own = "http://evil.example", server.url
+    for path, method in (("/ping", "GET"), ("/_upload", "OPTIONS"), ("/", "GET")):
+        headers = _with_origin(server.url + path, foreign, method)
+        assert "access-control-allow-origin" not in headers, (path, method, headers.get("access-control-allow-origin"))
+    assert _with_origin(server.url + "/ping", own).get("access-control-allow-origin") == own
+    assert _with_origin(server.url + "/_upload", own, "OPTIONS").get("access-control-allow-origin") == own
+    assert asyncio.run(_socket_accepts(server, own)), "the app's own page could not open the websocket"
+    assert not asyncio.run(_socket_accepts(server, foreign)), "a foreign page opened the websocket"
