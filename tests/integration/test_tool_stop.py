@@ -17,6 +17,7 @@ from hitl_app.agent.workspace import DemoWorkspace
 from hitl_app.store.db import create_schema, make_engines
 from hitl_app.threads.agent_loader import validators_for
 from hitl_app.threads.service import ThreadService
+from hitl_app.threads.decide import BrowserPerson
 
 OWNER = "owner-a"
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
@@ -81,7 +82,7 @@ async def test_stop_then_continue_applies_an_approved_write_once(database_url, p
     await svc.start_turn(t, f"sql: {SLOW_UPDATE}", owner=OWNER)
     await svc.wait(t)
     iid = (await svc.load(t, owner=OWNER)).pending.interrupt_id
-    await svc.submit_review(t, iid, [{"type": "approve"}], reviewer="r", owner=OWNER)
+    await svc.submit_review(t, iid, [{"type": "approve"}], person=BrowserPerson(OWNER, "r"))
     await asyncio.sleep(0.4)
     assert await svc.stop(t, owner=OWNER)
     await svc.continue_run(t, owner=OWNER)

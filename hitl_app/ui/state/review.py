@@ -20,6 +20,7 @@ from hitl_app.threads.service import ThreadError
 from hitl_app.ui.rows import CardRow, card_rows
 from hitl_app.ui.state.chat import ChatState
 from hitl_app.ui.state.session import SessionState, ask_identity
+from hitl_app.threads.decide import BrowserPerson
 
 RECOVERABLE = ("choose", "submit", "approve_all")
 """Review actions replayed after the tab's server state is rebuilt (see ``ReviewState._lost``)."""
@@ -252,7 +253,7 @@ class ReviewState(SessionState):
         service = get_service()
         try:
             await service.submit_review(
-                chat.tid, self.interrupt_id, decisions, reviewer=self.reviewer or "anonymous", owner=self.browser_id
+                chat.tid, self.interrupt_id, decisions, person=BrowserPerson(self.browser_id, self.reviewer or "anonymous")
             )
         except ReviewError as exc:
             return await self._refused(chat, exc)
