@@ -35,7 +35,8 @@ from hitl_app.review.rights import (
     who_may_decide,
 )
 from hitl_app.review.types import DECISION_STYLES, AnyDecision, Decision, EditDecision, PendingReview, decision_payload
-from hitl_app.review.validate import ReviewError, ReviewErrorCode
+from hitl_app.review.validate import ReviewError
+from hitl_app.threads.types import ThreadError
 from hitl_app.store import drafts as drafts_store
 from hitl_app.store.reviews import DecidedBy, audit_rows, requested_at
 from hitl_app.store.tables import DecisionDraft, utcnow
@@ -151,21 +152,20 @@ class Recorded:
     decisions: list[AnyDecision] | None
 
 
-def refuse(
-    review: PendingReview, person: Person, message: str, *, card_index: int | None = None, code: ReviewErrorCode = "forbidden"
-) -> ReviewError:
-    """Log a refused decision (one safe line) and return the ``ReviewError`` to raise."""
+def log_refusal(thread_id: str, interrupt_id: Any, person: Person | None, exc: ReviewError | ThreadError) -> None:
+    """Log a refused submission as one safe line (who, which card, why; client text escaped)."""
+    who = "signed-out" if person is None else one_log_line(str(person.account_id), limit=100)
+    role = "" if person is None else one_log_line(str(person.role), limit=20)
     log.warning(
-        "review decision refused thread=%s interrupt=%s card=%s account=%s role=%s: %s",
-        review.thread_id, review.interrupt_id, card_index, one_log_line(str(person.account_id), limit=100),
-        one_log_line(str(person.role), limit=20), one_log_line(message, limit=300),
+        "review decision refused thread=%s interrupt=%s card=%s account=%s role=%s code=%s: %s",
+        one_log_line(str(thread_id), limit=64), one_log_line(str(interrupt_id), limit=64),
+        getattr(exc, "card_index", None), who, role, exc.code, one_log_line(exc.message, limit=300),
     )
-    return ReviewError(message, card_index=card_index, code=code)
 
 
-def _apply(cards: list[Card], typed: Sequence[AnyDecision | None], person: Person, review: PendingReview) -> list[Card]:
-    """The cards with ``person``'s decisions on them. Raises the (logged) refusal of the first one
-    the rights refuse."""
+def _apply(cards: list[Card], typed: Sequence[AnyDecision | None], person: Person) -> list[Card]:
+    """The cards with ``person``'s decisions on them. Raises ReviewError for the first decision the
+    rights refuse (``forbidden``) or whose card is decided already (``stale``)."""
     out = list(cards)
     for index, decision in enumerate(typed):
         if decision is None:
@@ -174,10 +174,11 @@ def _apply(cards: list[Card], typed: Sequence[AnyDecision | None], person: Perso
         state = progress(out[index])
         if state.complete:
             message = f"Card {index + 1} ({out[index].tool}) is already decided ({state.text})."
-            raise refuse(review, person, message, card_index=index, code="stale")
+            raise ReviewError(message, card_index=index, code="stale")
         verdict = check_decision(out[index], person, decision.type, edited_args=edited)
         if not verdict.allowed:
-            raise refuse(review, person, f"Card {index + 1} ({out[index].tool}): {verdict.message.rstrip('.')}.", card_index=index)
+            message = f"Card {index + 1} ({out[index].tool}): {verdict.message.rstrip('.')}."
+            raise ReviewError(message, card_index=index, code="forbidden")
         out[index] = out[index].with_decision(person, decision.type, edited_args=edited)
     return out
 
@@ -219,7 +220,7 @@ async def record_decisions(
     for _ in range(MAX_ATTEMPTS):
         async with session() as s:
             drafts = await drafts_store.read_drafts(session=s, interrupt_id=review.interrupt_id)
-        cards = _apply(cards_for(review, owner_id, rights, drafts), typed, person, review)
+        cards = _apply(cards_for(review, owner_id, rights, drafts), typed, person)
         new = [
             drafts_store.NewDraft(i, str(person.account_id), person.display_name, str(person.role), decision_payload(d))
             for i, d in enumerate(typed) if d is not None

@@ -28,7 +28,7 @@ from hitl_app.store.db import Engines
 from hitl_app.store.tables import utcnow
 from hitl_app.threads.bus import RunBus, RunEvent
 from hitl_app.threads.bus_local import LocalRunBus
-from hitl_app.threads.decide import BrowserPerson, card_statuses, cards_for, may_view, record_decisions, refuse
+from hitl_app.threads.decide import BrowserPerson, card_statuses, cards_for, log_refusal, may_view, record_decisions
 from hitl_app.threads.limits import RunLimits
 from hitl_app.threads.pairing import EndReason, answer_open_calls, open_tool_calls, was_stopped
 from hitl_app.threads.refusals import UNAVAILABLE, is_uuid4, refused_when_unavailable
@@ -233,6 +233,15 @@ class ThreadService:
                 ``not_started`` (the run could not start after the claim; the message says when
                 the review can be answered again).
         """
+        try:
+            return await self._decide(thread_id, interrupt_id, decisions, person)
+        except (ReviewError, ThreadError) as exc:
+            if isinstance(exc, ReviewError) or exc.code == "forbidden":
+                log_refusal(thread_id, interrupt_id, person, exc)
+            raise
+
+    async def _decide(self, thread_id: str, interrupt_id: Any, decisions: Any, person: Person | None) -> str | None:
+        """``submit_review`` without the refusal log."""
         if person is None:
             raise ThreadError("Sign in to decide reviews.", code="forbidden")
         thread_owner = await self._owner_of(thread_id)
@@ -244,7 +253,6 @@ class ThreadService:
             assert review is not None  # validate_partial refuses a missing review
             if thread_owner and str(person.account_id) != thread_owner:
                 if not may_view(await self._cards(review, thread_owner), person, thread_owner):
-                    refuse(review, person, "not the owner and no card to decide")
                     raise ThreadError("This thread belongs to someone else.", code="forbidden")
             owner_id = thread_owner or str(person.account_id)
             recorded = await record_decisions(
