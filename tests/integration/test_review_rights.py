@@ -231,3 +231,30 @@ async def test_same_reviewer_twice_at_once_counts_once(service, workspace):
     assert len(errors) == 1 and errors[0].code == "forbidden" and "already approved" in errors[0].message, results
     assert (await service.load(t, viewer=MIA)).cards[0].progress == "1 of 2 approvals: Dana"
     assert paid(workspace) == []
+
+
+async def test_audit_filter_admin_all_reviewer_decided_or_asked_member_own(service, workspace):
+    from hitl_app.store.audit import list_decisions, to_csv
+
+    t_pay, iid = await ask(service, "pay 1500 to Bob")  # Mia's; Dana and Ada approve
+    await service.submit_review(t_pay, iid, APPROVE, person=DANA)
+    await service.submit_review(t_pay, iid, APPROVE, person=ADA)
+    await service.wait(t_pay)
+    t_mail, iid = await ask(service, "ask me which colour", owner=LEE)  # only Lee answers his own question
+    await service.submit_review(t_mail, iid, [{"type": "respond", "message": "=cmd|' /C calc'!A0"}], person=LEE)
+    await service.wait(t_mail)
+    t_own, iid = await ask(service, "pay 5 to Cat", owner=RAY)  # asked of reviewers: Dana may see it
+    await service.submit_review(t_own, iid, [{"type": "reject"}], person=RAY)
+    await service.wait(t_own)
+
+    async def seen(person):
+        return sorted(r.thread_id for r in await list_decisions(engine=service.engines.async_, viewer=person))
+
+    assert await seen(ADA) == sorted([t_pay, t_mail, t_own])
+    assert await seen(MIA) == [t_pay]  # her own thread
+    assert await seen(LEE) == [t_mail]  # his own thread only: nobody asked members
+    assert await seen(DANA) == sorted([t_pay, t_own])  # decided one, asked (as a reviewer) for the other
+    [row] = await list_decisions(engine=service.engines.async_, viewer=MIA)
+    assert row.deciders == "Dana (reviewer, #3) approved; Ada (admin, #5) approved" and row.reviewer == "Dana and Ada"
+    text = to_csv(rows=await list_decisions(engine=service.engines.async_, viewer=LEE))
+    assert "'=cmd|" in text and ",=cmd" not in text
