@@ -232,7 +232,7 @@ def validate_partial(
         raise ReviewError("Decisions must be a list, one entry per card.", code="malformed")
     if len(raw_decisions) != len(review.action_requests) or len(review.review_configs) != len(raw_decisions):
         raise ReviewError(
-            f"Send one entry per card: got {len(raw_decisions)} for {len(review.action_requests)} cards.",
+            f"Decide every card before submitting: {len(raw_decisions)} of {len(review.action_requests)} decided.",
             code="count",
         )
     if all(raw is None for raw in raw_decisions):
