@@ -151,6 +151,7 @@ _KILLED_RUN = textwrap.dedent(
     import asyncio, sys
     from hitl_app.runtime import open_runtime
     from hitl_app.settings import Settings
+    from hitl_app.threads.decide import BrowserPerson
 
     async def main(data_dir, url, thread_id):
         settings = Settings(HITL_DATA_DIR=data_dir, HITL_MODEL="demo", HITL_DEMO_WPS=0, DATABASE_URL=url)
