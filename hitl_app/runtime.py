@@ -90,7 +90,7 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
     global _runtime
     from langchain_core._api import LangChainBetaWarning
 
-    from hitl_app.threads.agent_loader import load_agent
+    from hitl_app.threads.agent_loader import load_agent, policy_rights
 
     warnings.filterwarnings("ignore", category=LangChainBetaWarning)
     if settings is None:
@@ -117,7 +117,9 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
                 await bus.start()
             except Exception as exc:  # noqa: BLE001 - redis raises several connection errors
                 raise StartupError(f"cannot reach Redis at {safe_url(settings.redis_url)}: {exc}") from exc
-            service = ThreadService(graph, engines, validators, bus=bus, limits=run_limits(settings))
+            service = ThreadService(
+                graph, engines, validators, bus=bus, limits=run_limits(settings), rights=policy_rights(settings)
+            )
             _runtime = Runtime(settings=settings, engines=engines, service=service)
             log.info(
                 "hitl_app started: pid=%s model=%s agent=%s database=%s bus=%s",

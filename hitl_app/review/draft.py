@@ -113,6 +113,12 @@ def unanswered_message(card: DraftCard) -> str:
     return f"Write an answer for {card.tool_name} before submitting."
 
 
+def to_entries(cards: Sequence[DraftCard], edited: Mapping[int, dict[str, Any]]) -> list[AnyDecision | None]:
+    """One entry per card, in order: its decision (as ``to_decisions``), or None for a card left
+    undecided (for someone else to decide, when the review is shared)."""
+    return [next(iter(to_decisions([card], edited)), None) for card in cards]
+
+
 def to_decisions(cards: Sequence[DraftCard], edited: Mapping[int, dict[str, Any]]) -> list[AnyDecision]:
     """The typed decisions of the decided cards, in card order.
 

@@ -33,7 +33,8 @@ ArgsValidator = Callable[[dict[str, Any]], None]
 _DECISION_ADAPTER: TypeAdapter[AnyDecision] = TypeAdapter(Decision)
 
 ReviewErrorCode = Literal[
-    "stale", "count", "not_allowed", "renamed", "bad_args", "bad_json", "too_large", "missing_message", "malformed"
+    "stale", "count", "not_allowed", "renamed", "bad_args", "bad_json", "too_large", "missing_message", "malformed",
+    "forbidden",
 ]
 """The stable machine words of ``ReviewError.code``."""
 
@@ -45,7 +46,8 @@ class ReviewError(ValueError):
         message: plain words for the reviewer, saying what to do instead.
         card_index: the action request the error belongs to, or ``None`` for the whole review.
         code: a stable machine word: ``stale``, ``count``, ``not_allowed``, ``renamed``,
-            ``bad_args``, ``bad_json``, ``too_large``, ``missing_message``, ``malformed``.
+            ``bad_args``, ``bad_json``, ``too_large``, ``missing_message``, ``malformed``, or
+            ``forbidden`` (the review rights refuse this person the decision).
     """
 
     def __init__(self, message: str, *, card_index: int | None = None, code: ReviewErrorCode = "malformed"):
@@ -206,6 +208,47 @@ def validate_submission(
             validate_edit_args(review, index, decision.edited_action.args, validators)
         decisions.append(decision)
     return decisions
+
+
+def validate_partial(
+    review: PendingReview | None,
+    interrupt_id: Any,
+    raw_decisions: Any,
+    validators: Mapping[str, ArgsValidator],
+) -> list[AnyDecision | None]:
+    """Like ``validate_submission``, for one person's decisions on some of the cards.
+
+    ``raw_decisions`` has one entry per card, in order; ``None`` leaves a card to others (or for
+    later). At least one card must carry a decision.
+
+    Raises:
+        ReviewError: ``stale`` / ``malformed`` / ``count`` as ``validate_submission``, ``count``
+            when every entry is ``None``, and the per-card problems with their card index.
+    """
+    if review is None or not isinstance(interrupt_id, str) or interrupt_id != review.interrupt_id:
+        validate_submission(review, interrupt_id, raw_decisions, validators)  # raises "stale"
+    assert review is not None
+    if not isinstance(raw_decisions, list):
+        raise ReviewError("Decisions must be a list, one entry per card.", code="malformed")
+    if len(raw_decisions) != len(review.action_requests) or len(review.review_configs) != len(raw_decisions):
+        raise ReviewError(
+            f"Decide every card before submitting: {len(raw_decisions)} of {len(review.action_requests)} decided.",
+            code="count",
+        )
+    if all(raw is None for raw in raw_decisions):
+        raise ReviewError("Choose a decision on at least one card first.", code="count")
+    out: list[AnyDecision | None] = []
+    for index, (raw, action, config) in enumerate(
+        zip(raw_decisions, review.action_requests, review.review_configs, strict=True)
+    ):
+        if raw is None:
+            out.append(None)
+            continue
+        decision = _check_decision(index, raw, action, config)
+        if isinstance(decision, EditDecision):
+            validate_edit_args(review, index, decision.edited_action.args, validators)
+        out.append(decision)
+    return out
 
 
 def _check_decision(index: int, raw: Any, action: ActionRequest, config: ReviewConfig) -> AnyDecision:

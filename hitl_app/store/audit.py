@@ -1,7 +1,10 @@
 """Queries over the audit trail (``AuditRecord``) for the audit page and its exports.
 
-Small keyword-only functions taking the async engine. The owner filter joins ``ThreadRecord``: a
-browser sees the decisions of its own threads only.
+Small keyword-only functions taking the async engine. Who sees what (``list_decisions``): admins
+every decision; everyone the decisions on their own threads and on the cards they decided;
+reviewers also the cards the policy asked their role or email to decide. Exports are the same
+query, so they follow the same filter; CSV cells that a spreadsheet would run as a formula start
+with ``'``.
 """
 
 from __future__ import annotations
@@ -12,15 +15,18 @@ import json
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
+from sqlalchemy import ColumnElement, exists, or_, true
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from hitl_app.store.tables import AuditRecord, ThreadRecord
+from hitl_app.review.rights import Person
+from hitl_app.store.tables import AuditRecord, DecisionDraft, ThreadRecord
 
 EXPORT_FIELDS = (
     "thread_id", "interrupt_id", "action_index", "tool_call_id", "tool_name", "decision_type",
-    "args_proposed", "args_executed", "message", "reviewer", "requested_at", "decided_at",
+    "args_proposed", "args_executed", "message", "reviewer", "reviewer_id", "reviewer_role", "deciders",
+    "requested_at", "decided_at",
     "waited_seconds", "checkpoint_id",
 )
 """Columns of the CSV/JSON exports, in order (every field the audit record keeps)."""
@@ -28,7 +34,13 @@ EXPORT_FIELDS = (
 
 @dataclass
 class AuditRow:
-    """One decision as exported and shown. Times are ISO 8601 UTC strings; args are JSON text."""
+    """One decision as exported and shown. Times are ISO 8601 UTC strings; args are JSON text.
+
+    ``reviewer`` is the display name(s) at the time (``"Dana and Ada"`` for two approvals),
+    ``reviewer_id`` / ``reviewer_role`` the account and role that decided the card, ``deciders``
+    everyone who decided on it, e.g. ``"Dana (reviewer, #3) approved; Ada (admin, #5) approved"``
+    (empty for records made before accounts).
+    """
 
     thread_id: str
     thread_title: str
@@ -45,35 +57,75 @@ class AuditRow:
     decided_at: str
     waited_seconds: float
     checkpoint_id: str
+    reviewer_id: str = ""
+    reviewer_role: str = ""
+    deciders: str = ""
 
 
 def _iso(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="seconds")
 
 
+def _visible(viewer: Person | None, owner: str) -> ColumnElement[bool] | None:
+    """The audit filter for ``viewer`` (None: they see nothing).
+
+    Admins see every decision; everyone sees the decisions on their own threads and the cards
+    they decided on themselves; reviewers also see the cards the policy asked their role or their
+    email to decide. Without a viewer, ``owner`` (a browser id) sees its own threads.
+    """
+    if viewer is None:
+        return col(ThreadRecord.owner) == owner if owner else None
+    if str(viewer.role) == "admin":
+        return true()
+    me = str(viewer.account_id)
+    took_part = exists().where(
+        col(DecisionDraft.interrupt_id) == col(AuditRecord.interrupt_id),
+        col(DecisionDraft.action_index) == col(AuditRecord.action_index),
+        col(DecisionDraft.account_id) == me,
+    )
+    shown = [col(ThreadRecord.owner) == me, col(AuditRecord.reviewer_id) == me, took_part]
+    if str(viewer.role) == "reviewer":
+        shown.append(col(AuditRecord.asked).contains("|reviewer|", autoescape=True))
+        if viewer.email:
+            shown.append(col(AuditRecord.asked).contains(f"|{viewer.email.strip().casefold()}|", autoescape=True))
+    return or_(*shown)
+
+
+def _deciders(value: list[dict[str, str]] | None) -> str:
+    parts = []
+    for d in value or []:
+        verb = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "answered"}.get(d.get("type", ""), "")
+        parts.append(f"{d.get('display_name', '')} ({d.get('role', '')}, #{d.get('account_id', '')}) {verb}".strip())
+    return "; ".join(parts)
+
+
 async def list_decisions(
     *,
     engine: AsyncEngine,
-    owner: str,
+    viewer: Person | None = None,
+    owner: str = "",
     thread_id: str = "",
     tool_name: str = "",
     decision_type: str = "",
     limit: int = 1000,
 ) -> list[AuditRow]:
-    """Decisions on ``owner``'s threads, newest first, optionally filtered ("" = any).
+    """The decisions ``viewer`` may see, newest first, optionally filtered ("" = any).
 
     Args:
         engine: the app database's async engine.
-        owner: the browser id owning the threads (required: no owner, no rows).
+        viewer: the signed-in person (see ``_visible``: admins everything, reviewers what they
+            decided or were asked to, members their own threads and their own decisions).
+        owner: without ``viewer``, the browser id owning the threads (no owner, no rows).
         thread_id, tool_name, decision_type: exact-match filters.
         limit: at most this many rows.
     """
-    if not owner:
+    visible = _visible(viewer, owner)
+    if visible is None:
         return []
     stmt = (
         select(AuditRecord, ThreadRecord.title)
         .join(ThreadRecord, col(ThreadRecord.thread_id) == col(AuditRecord.thread_id))
-        .where(ThreadRecord.owner == owner)
+        .where(visible)
         .order_by(col(AuditRecord.decided_at).desc(), col(AuditRecord.id).desc())
         .limit(limit)
     )
@@ -102,6 +154,9 @@ async def list_decisions(
             decided_at=_iso(r.decided_at),
             waited_seconds=round(r.waited_seconds, 3),
             checkpoint_id=r.checkpoint_id or "",
+            reviewer_id=r.reviewer_id or "",
+            reviewer_role=r.reviewer_role or "",
+            deciders=_deciders(r.deciders),
         )
         for r, title in rows
     ]

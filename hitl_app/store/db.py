@@ -12,7 +12,7 @@ from __future__ import annotations
 import fcntl
 from dataclasses import dataclass
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Connection, Engine, Table, inspect, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from sqlmodel import SQLModel, create_engine
 
@@ -79,10 +79,38 @@ def create_schema(engines: Engines) -> None:
         with open(lock_path, "a+") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
-                SQLModel.metadata.create_all(engines.sync, tables=tables)
+                with engines.sync.begin() as conn:
+                    SQLModel.metadata.create_all(conn, tables=tables)
+                    add_missing_columns(conn, tables)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
         return
     with engines.sync.begin() as conn:
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
         SQLModel.metadata.create_all(conn, tables=tables)
+        add_missing_columns(conn, tables)
+
+
+def add_missing_columns(conn: Connection, tables: list[Table]) -> list[str]:
+    """Add the nullable columns a newer version declares to tables an older version created.
+
+    Only nullable columns without a server default are added (``ALTER TABLE ... ADD COLUMN``, on
+    SQLite and PostgreSQL alike); rows written before read NULL there. Returns ``"table.column"``
+    for each column added. Raises RuntimeError for a missing NOT NULL column (that needs a real
+    migration, not this).
+    """
+    inspector = inspect(conn)
+    added: list[str] = []
+    for table in tables:
+        if not inspector.has_table(table.name):
+            continue
+        present = {c["name"] for c in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present:
+                continue
+            if not column.nullable:
+                raise RuntimeError(f"table {table.name} lacks the NOT NULL column {column.name}: migrate it by hand")
+            kind = column.type.compile(dialect=conn.dialect)
+            conn.execute(text(f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {kind}'))
+            added.append(f"{table.name}.{column.name}")
+    return added

@@ -19,7 +19,7 @@ from sqlmodel import col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.review.types import AnyDecision, PendingReview, decision_message, executed_args
-from hitl_app.store.tables import AuditRecord, ReviewRequestRecord, utcnow
+from hitl_app.store.tables import AuditRecord, DecisionDraft, ReviewRequestRecord, utcnow
 
 REVIEWER_CHARS = 100
 """Longest reviewer name stored, in characters."""
@@ -60,32 +60,43 @@ async def record_review_requested(*, session: AsyncSession, review: PendingRevie
         await session.rollback()
 
 
-async def claim_review(
-    *,
-    session: AsyncSession,
-    review: PendingReview,
-    decisions: list[AnyDecision],
-    reviewer: str,
-    now: datetime | None = None,
-) -> None:
-    """Record ``decisions`` (one per action request, in order) as the review's audit rows; commits.
+@dataclass(frozen=True)
+class DecidedBy:
+    """Who decided one card, for its audit row.
 
-    Args:
-        review: the pending review the decisions answer.
-        reviewer: the reviewer's name (cut to ``REVIEWER_CHARS``; empty becomes ``anonymous``).
-        now: the decision time (aware UTC; default: now). ``waited_seconds`` counts from the
-            "requested" row (or from ``now`` when there is none).
-
-    Raises:
-        AlreadyDecided: the interrupt was claimed already (by anyone, in any process).
-        ValueError: ``decisions`` and the action requests differ in length.
+    Attributes:
+        reviewer: display name(s) at the time, e.g. ``"Dana"`` or ``"Dana and Lee"``.
+        reviewer_id: the deciding account's id as text (``""`` unknown).
+        reviewer_role: the role it decided with (``""`` unknown).
+        deciders: every decision on the card, ``[{"account_id", "display_name", "role", "type"}]``.
+        asked: who the policy asked, ``"|reviewer|admin|dana@example.com|"`` (``""`` = the owner).
     """
-    now = now or utcnow()
-    request = await session.get(ReviewRequestRecord, review.interrupt_id)
-    requested_at = request.requested_at if request is not None else now
+
+    reviewer: str
+    reviewer_id: str = ""
+    reviewer_role: str = ""
+    deciders: tuple[dict[str, str], ...] = ()
+    asked: str = ""
+
+
+async def requested_at(*, session: AsyncSession, interrupt_id: str, now: datetime) -> datetime:
+    """When the review ``interrupt_id`` was first shown (``now`` when it has no "requested" row)."""
+    request = await session.get(ReviewRequestRecord, interrupt_id)
+    return request.requested_at if request is not None else now
+
+
+def audit_rows(
+    *, review: PendingReview, decisions: list[AnyDecision], who: list[DecidedBy], requested: datetime, now: datetime
+) -> list[AuditRecord]:
+    """The review's audit rows (one per action request, in order; not added to any session).
+
+    ``who[i]`` decided card ``i``; ``waited_seconds`` counts from ``requested`` to ``now``.
+    Raises ValueError when the lists differ in length.
+    """
     ids = review.tool_call_ids
-    for index, (action, decision) in enumerate(zip(review.action_requests, decisions, strict=True)):
-        session.add(
+    rows = []
+    for index, (action, decision, by) in enumerate(zip(review.action_requests, decisions, who, strict=True)):
+        rows.append(
             AuditRecord(
                 thread_id=review.thread_id,
                 interrupt_id=review.interrupt_id,
@@ -96,13 +107,46 @@ async def claim_review(
                 args_proposed=action.args,
                 args_executed=executed_args(decision, action.args),
                 message=decision_message(decision),
-                reviewer=reviewer[:REVIEWER_CHARS] or "anonymous",
-                requested_at=requested_at,
+                reviewer=by.reviewer[:REVIEWER_CHARS] or "anonymous",
+                reviewer_id=by.reviewer_id[:100] or None,
+                reviewer_role=by.reviewer_role[:20] or None,
+                deciders=[dict(d) for d in by.deciders] or None,
+                asked=by.asked[:2000] or None,
+                requested_at=requested,
                 decided_at=now,
-                waited_seconds=max(0.0, (now - requested_at).total_seconds()),
+                waited_seconds=max(0.0, (now - requested).total_seconds()),
                 checkpoint_id=review.checkpoint_id,
             )
         )
+    return rows
+
+
+async def claim_review(
+    *,
+    session: AsyncSession,
+    review: PendingReview,
+    decisions: list[AnyDecision],
+    reviewer: str | DecidedBy,
+    now: datetime | None = None,
+) -> None:
+    """Record ``decisions`` (one per action request, in order) as the review's audit rows; commits.
+
+    Args:
+        review: the pending review the decisions answer.
+        reviewer: who decided every card (a name is cut to ``REVIEWER_CHARS``; empty becomes
+            ``anonymous``).
+        now: the decision time (aware UTC; default: now). ``waited_seconds`` counts from the
+            "requested" row (or from ``now`` when there is none).
+
+    Raises:
+        AlreadyDecided: the interrupt was claimed already (by anyone, in any process).
+        ValueError: ``decisions`` and the action requests differ in length.
+    """
+    now = now or utcnow()
+    by = reviewer if isinstance(reviewer, DecidedBy) else DecidedBy(reviewer)
+    requested = await requested_at(session=session, interrupt_id=review.interrupt_id, now=now)
+    request = await session.get(ReviewRequestRecord, review.interrupt_id)
+    session.add_all(audit_rows(review=review, decisions=decisions, who=[by] * len(decisions), requested=requested, now=now))
     if request is not None:
         request.decided = True
         session.add(request)
@@ -116,7 +160,8 @@ async def claim_review(
 async def release_claim(
     *, session: AsyncSession, interrupt_id: str, claimed_before: datetime | None = None
 ) -> int:
-    """Undo the claim on ``interrupt_id`` (its audit rows go; the review is answerable again); commits.
+    """Undo the claim on ``interrupt_id`` (its audit rows and the drafts written with them go; the
+    review is answerable again); commits.
 
     Args:
         claimed_before: only release a claim made before this time (aware UTC), e.g. a claim left
@@ -129,7 +174,12 @@ async def release_claim(
     if claimed_before is not None:
         stmt = stmt.where(col(AuditRecord.decided_at) < claimed_before)
     deleted = (await session.exec(stmt)).rowcount  # type: ignore[call-overload]
-    if deleted:
+    if deleted:  # the decisions written with the claim go with it (earlier people's drafts stay)
+        await session.exec(  # type: ignore[call-overload]
+            delete(DecisionDraft).where(
+                col(DecisionDraft.interrupt_id) == interrupt_id, col(DecisionDraft.completing).is_(True)
+            )
+        )
         request = await session.get(ReviewRequestRecord, interrupt_id)
         if request is not None:
             request.decided = False

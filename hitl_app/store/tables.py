@@ -1,7 +1,9 @@
 """SQLModel tables owned by the app (not by LangGraph).
 
 App database (``DATABASE_URL``): ``ThreadRecord`` (thread index), ``ReviewRequestRecord`` (one row
-per interrupt shown to a reviewer), ``AuditRecord`` (one row per decision), ``OutboxMail`` (what
+per interrupt shown to a reviewer), ``DecisionDraft`` (each person's decision on each card, kept
+after the review is decided: the record of who approved), ``AuditRecord`` (one row per decided
+card), ``OutboxMail`` (what
 ``send_email`` sent) and ``ToolEffect`` (the recorded result of each executed tool call, which makes
 the demo tools idempotent per tool call id). ``OutboxMail`` and ``ToolEffect`` carry the owner's
 key (``hitl_app.store.owners.owner_key``) so each owner sees only its own.
@@ -83,6 +85,13 @@ class AuditRecord(SQLModel, table=True):
 
     ``(interrupt_id, action_index)`` is unique: inserting the rows of a submission is the claim that
     makes a review decided exactly once, across tabs, retries and worker processes.
+
+    Who: ``reviewer`` is the display name(s) at the time (``"Dana and Lee"`` for a two-person
+    approval), ``reviewer_id`` / ``reviewer_role`` the account id and role of the decision that
+    decided the card, ``deciders`` every decision recorded on the card (``[{"account_id",
+    "display_name", "role", "type"}]``, oldest first), and ``asked`` who the policy asked, as
+    ``"|reviewer|admin|dana@example.com|"`` (roles that may decide, emails; for the audit filter).
+    Rows written before accounts existed have NULL in these columns.
     """
 
     __tablename__ = "audit_records"
@@ -99,10 +108,41 @@ class AuditRecord(SQLModel, table=True):
     args_executed: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON))
     message: str | None = None
     reviewer: str = Field(default="anonymous", max_length=100)
+    reviewer_id: str | None = Field(default=None, max_length=100, index=True)
+    reviewer_role: str | None = Field(default=None, max_length=20)
+    deciders: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
+    asked: str | None = Field(default=None, max_length=2000)
     requested_at: datetime = Field(sa_type=UTCDateTime)
     decided_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     waited_seconds: float
     checkpoint_id: str | None = Field(default=None, max_length=100)
+
+
+class DecisionDraft(SQLModel, table=True):
+    """One person's decision on one card of a pending interrupt (a server-side draft).
+
+    ``seq`` numbers the decisions of one interrupt from 0; ``(interrupt_id, seq)`` is unique, so of
+    two submissions that read the same drafts and write at once exactly one commits (the other
+    re-reads and re-checks). ``decision`` is the decision payload as resumed (``{"type": ...}``).
+    ``completing`` marks the rows written with the claim that decided the review (they go when the
+    claim is released). Rows stay after the review is decided: they say who approved.
+    """
+
+    __tablename__ = "decision_drafts"
+    __table_args__ = (UniqueConstraint("interrupt_id", "seq", name="uq_draft_seq"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    thread_id: str = Field(index=True, max_length=64)
+    interrupt_id: str = Field(index=True, max_length=64)
+    seq: int
+    action_index: int
+    account_id: str = Field(index=True, max_length=100)
+    display_name: str = Field(max_length=100)
+    role: str = Field(default="", max_length=20)
+    decision_type: str = Field(max_length=20)
+    decision: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
+    decided_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+    completing: bool = Field(default=False)
 
 
 class OutboxMail(SQLModel, table=True):
@@ -145,6 +185,7 @@ class Record(SQLModel, table=True):
 APP_TABLES = [
     ThreadRecord.__table__,
     ReviewRequestRecord.__table__,
+    DecisionDraft.__table__,
     AuditRecord.__table__,
     OutboxMail.__table__,
     ToolEffect.__table__,

@@ -131,6 +131,19 @@ def resolve_agent(spec: str, checkpointer: Any) -> Any:
     return graph
 
 
+def policy_rights(settings: Settings) -> dict[str, Any]:
+    """Tool name -> ``ToolRights`` (who may decide its reviews) from ``HITL_POLICY``, or the default
+    policy's; ``{}`` for a developer's agent (``HITL_AGENT``: the owner decides every card).
+
+    Raises PolicyError for a bad policy file (``load_agent`` reads it first and says so).
+    """
+    from hitl_app.agent.policy import DEFAULT_POLICY, load_policy_toml, rights_by_tool
+
+    if settings.agent:
+        return {}
+    return rights_by_tool(load_policy_toml(settings.policy_file) if settings.policy_file else DEFAULT_POLICY)
+
+
 @contextlib.asynccontextmanager
 async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tuple[Any, dict[str, ArgsValidator]]]:
     """Yield ``(compiled graph, validators)`` with the checkpointer open; closes it on exit.

@@ -11,31 +11,27 @@ that died in between (see ``STALE_CLAIM_S``).
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-import sqlite3
-import uuid
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import timedelta
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 from langgraph.types import Command
-from psycopg import OperationalError as PgOperationalError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
-from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from hitl_app.review import MAX_MESSAGE_CHARS, AnyDecision, PendingReview, ReviewError, resume_value, validate_submission
-from hitl_app.review.validate import ArgsValidator
-from hitl_app.store import reviews, threads
+from hitl_app.review import MAX_MESSAGE_CHARS, AnyDecision, PendingReview, ReviewError, resume_value
+from hitl_app.review.rights import Card, Person, ToolRights
+from hitl_app.review.validate import ArgsValidator, validate_partial
+from hitl_app.store import drafts, reviews, threads
 from hitl_app.store.db import Engines
 from hitl_app.store.tables import utcnow
 from hitl_app.threads.bus import RunBus, RunEvent
 from hitl_app.threads.bus_local import LocalRunBus
+from hitl_app.threads.decide import BrowserPerson, card_statuses, cards_for, log_refusal, may_view, record_decisions
 from hitl_app.threads.limits import RunLimits
 from hitl_app.threads.pairing import EndReason, answer_open_calls, open_tool_calls, was_stopped
+from hitl_app.threads.refusals import UNAVAILABLE, is_uuid4, refused_when_unavailable
 from hitl_app.threads.run_driver import RunDriver, thread_config
 from hitl_app.threads.text_batcher import FLUSH_INTERVAL_S
 from hitl_app.threads.tool_work import TOOL_WORK
@@ -57,39 +53,7 @@ later on its own (the thread may have been opened hours after)."""
 TOOL_SETTLE_S = 2.0
 """Seconds a new message or Continue waits for a stopped run's tool to finish before refusing."""
 
-_UNAVAILABLE = (OperationalError, InterfaceError, sqlite3.OperationalError, PgOperationalError, OSError, RedisConnectionError, RedisTimeoutError)
-"""Errors of a locked or unreachable database or message bus."""
 _STALE = "This review was already decided (the agent went on with those decisions)."
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _refused_when_unavailable(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
-    """Turn a locked or unreachable database/bus inside ``fn`` into ThreadError("db_unavailable").
-
-    Only for steps before anything was claimed or started, so "nothing was sent" is true.
-    """
-
-    @functools.wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return await fn(*args, **kwargs)
-        except _UNAVAILABLE as exc:
-            log.warning("database or bus unavailable: %s", type(exc).__name__)
-            raise ThreadError(
-                "The database is busy or unreachable right now; nothing was sent. Try again in a moment.",
-                code="db_unavailable",
-            ) from exc
-
-    return wrapper
-
-
-def _is_uuid4(value: str) -> bool:
-    try:
-        return uuid.UUID(value).version == 4 and len(value) == 36
-    except (ValueError, AttributeError, TypeError):
-        return False
 
 
 class ThreadService:
@@ -104,6 +68,8 @@ class ThreadService:
         flush_interval: seconds between streamed text deltas.
         limits: run limits (``RunLimits``: time and steps per run, runs per owner and per
             worker, messages per minute per owner); the defaults when omitted.
+        rights: tool name -> review rights from the policy (who decides, self-approval,
+            approvals); a tool not named has the default (the thread's owner decides alone).
     """
 
     def __init__(
@@ -114,8 +80,10 @@ class ThreadService:
         bus: RunBus | None = None,
         flush_interval: float = FLUSH_INTERVAL_S,
         limits: RunLimits | None = None,
+        rights: Mapping[str, ToolRights] | None = None,
     ) -> None:
         self.graph = graph
+        self.rights = dict(rights or {})
         self.engines = engines
         self.validators = dict(validators or {})
         self.bus = bus or LocalRunBus()
@@ -139,21 +107,44 @@ class ThreadService:
         Returns the thread's owner (``owner`` for a thread not started yet; ``""`` when unknown).
         Raises ThreadError(code="not_found" | "forbidden").
         """
-        if not _is_uuid4(thread_id):
+        recorded = await self._owner_of(thread_id)
+        if recorded and owner != recorded:
+            raise ThreadError("This thread belongs to someone else.", code="forbidden")
+        return recorded or owner or ""
+
+    async def _owner_of(self, thread_id: str) -> str:
+        """The thread's owner as recorded (``""``: not started yet, or no owner). Raises ThreadError("not_found")."""
+        if not is_uuid4(thread_id):
             raise ThreadError("That is not a thread address (expected /thread/<uuid4>).", code="not_found")
         async with self._session() as session:
             record = await threads.get_thread(session=session, thread_id=thread_id)
-        if record is not None and record.owner and owner != record.owner:
-            raise ThreadError("This thread belongs to another browser.", code="forbidden")
-        return (record.owner if record is not None and record.owner else owner) or ""
+        return (record.owner or "") if record is not None else ""
 
-    async def load(self, thread_id: str, *, owner: str | None = None) -> ThreadView:
-        """The thread as checkpointed: messages, pending review, status. Never runs the graph.
+    async def _cards(self, review: PendingReview, owner_id: str) -> list[Card]:
+        """The review's cards with the decisions drafted on them so far."""
+        async with self._session() as session:
+            drafted = await drafts.read_drafts(session=session, interrupt_id=review.interrupt_id)
+        return cards_for(review, owner_id, self.rights, drafted)
+
+    async def load(self, thread_id: str, *, viewer: Person | None = None, owner: str | None = None) -> ThreadView:
+        """The thread as checkpointed: messages, pending review with each card's status, run
+        status. Never runs the graph.
+
+        Args:
+            viewer: the signed-in person. The owner sees the thread; an admin, or someone who may
+                decide one of its pending cards, sees it read-only (``view.read_only``).
+            owner: instead of ``viewer``, a browser id owning its threads (before accounts).
 
         Records that the pending review was shown, and releases an abandoned claim on it (see
-        ``STALE_CLAIM_S``). Raises ThreadError (``check_access``).
+        ``STALE_CLAIM_S``). Raises ThreadError (``not_found``, ``forbidden``).
         """
-        await self.check_access(thread_id, owner)
+        viewer = viewer if viewer is not None else BrowserPerson(owner or "")
+        thread_owner = await self._owner_of(thread_id)
+        is_owner = not thread_owner or str(viewer.account_id) == thread_owner
+        if not is_owner:
+            pending = (await self._read(thread_id)).pending
+            if not may_view(await self._cards(pending, thread_owner) if pending else [], viewer, thread_owner):
+                raise ThreadError("This thread belongs to someone else.", code="forbidden")
         snapshot = await self.graph.aget_state(self.config(thread_id))
         if was_stopped(snapshot) and open_tool_calls(snapshot.values.get("messages", []) if snapshot.values else []):
             async with self._lock(thread_id):
@@ -161,9 +152,11 @@ class ThreadService:
                     await answer_open_calls(self.graph, self.config(thread_id), "stopped")
             snapshot = await self.graph.aget_state(self.config(thread_id))
         view = thread_view_from_snapshot(thread_id, snapshot)
+        cards = []
         if view.pending is not None:
             await self._note_review(view.pending)
-        return view
+            cards = card_statuses(await self._cards(view.pending, thread_owner or str(viewer.account_id)), viewer)
+        return view.model_copy(update={"cards": cards, "read_only": not is_owner})
 
     async def list_threads(self, *, owner: str | None, limit: int = 50) -> list[ThreadSummary]:
         """Threads of ``owner``, most recently active first (after any run's index rows are written)."""
@@ -186,7 +179,7 @@ class ThreadService:
         return self.bus.subscribe(thread_id)
 
     # ------------------------------------------------------------------ acting
-    @_refused_when_unavailable
+    @refused_when_unavailable
     async def start_turn(self, thread_id: str, text: Any, *, owner: str | None = None) -> str:
         """Start a run for a new user message; returns the run id.
 
@@ -221,39 +214,62 @@ class ThreadService:
             inp = {"messages": [{"role": "user", "content": text}]}
             return await self.runs.launch(thread_id, inp, "turn", owner=thread_owner)
 
-    @_refused_when_unavailable
-    async def submit_review(
-        self, thread_id: str, interrupt_id: Any, decisions: Any, *, reviewer: str, owner: str | None = None
-    ) -> str:
-        """Validate decisions against the pending interrupt, claim them, resume; returns the run id.
+    @refused_when_unavailable
+    async def submit_review(self, thread_id: str, interrupt_id: Any, decisions: Any, *, person: Person | None) -> str | None:
+        """Check ``person``'s decisions against the pending interrupt and the review rights, draft
+        them, and resume once every card is decided; returns the run id, or None while cards wait.
 
-        Exactly one submission per interrupt wins: the audit rows are unique per (interrupt,
-        action) and inserted before resuming; a loser gets ``ReviewError(code="stale")``.
+        ``decisions`` has one entry per card; ``None`` leaves a card to others. Each decision is
+        checked on its card (``hitl_app.review.rights``: who may decide, self-approval, one approval
+        per person, the decision types the tool allows) and kept server-side (``store.drafts``).
+        Exactly one submission resumes the run: the one that decides the last open card writes the
+        claim (unique audit rows) with its drafts; a loser gets ``ReviewError(code="stale")``.
 
         Raises:
-            ReviewError: the submission was refused (nothing ran; the review stays answerable).
-            ThreadError: access errors, ``busy``, ``db_unavailable`` (before the claim), or
+            ReviewError: refused, nothing ran, the review stays answerable: ``forbidden`` (the
+                rights; logged), ``stale``, ``count``, ``not_allowed`` and the other shape codes.
+            ThreadError: ``forbidden`` (signed out, or not this person's thread and no card of it
+                theirs to decide), ``not_found``, ``busy``, ``limited``, ``db_unavailable``, or
                 ``not_started`` (the run could not start after the claim; the message says when
                 the review can be answered again).
         """
-        thread_owner = await self.check_access(thread_id, owner)
+        try:
+            return await self._decide(thread_id, interrupt_id, decisions, person)
+        except (ReviewError, ThreadError) as exc:
+            if isinstance(exc, ReviewError) or exc.code == "forbidden":
+                log_refusal(thread_id, interrupt_id, person, exc)
+            raise
+
+    async def _decide(self, thread_id: str, interrupt_id: Any, decisions: Any, person: Person | None) -> str | None:
+        """``submit_review`` without the refusal log."""
+        if person is None:
+            raise ThreadError("Sign in to decide reviews.", code="forbidden")
+        thread_owner = await self._owner_of(thread_id)
         async with self._lock(thread_id):
             if await self.is_running(thread_id):
                 raise ReviewError(_STALE, code="stale")
             review = (await self._read(thread_id)).pending
-            typed = validate_submission(review, interrupt_id, decisions, self.validators)
-            assert review is not None  # validate_submission refuses a missing review
-            self.runs.counter.check_start(thread_owner)
-            await self._claim(review, typed, reviewer)
-            run_id = await self._resume(review, typed, thread_owner)
+            typed = validate_partial(review, interrupt_id, decisions, self.validators)
+            assert review is not None  # validate_partial refuses a missing review
+            if thread_owner and str(person.account_id) != thread_owner:
+                if not may_view(await self._cards(review, thread_owner), person, thread_owner):
+                    raise ThreadError("This thread belongs to someone else.", code="forbidden")
+            owner_id = thread_owner or str(person.account_id)
+            recorded = await record_decisions(
+                session=self._session, review=review, typed=typed, person=person, owner_id=owner_id,
+                rights=self.rights, before_claim=lambda: self.runs.counter.check_start(owner_id),
+            )
+            if recorded.decisions is None:
+                return None
+            run_id = await self._resume(review, recorded.decisions, owner_id)
             try:  # the claim is made and the run started: a lagging sidebar index must not fail it
                 async with self._session() as session:
-                    await threads.touch_thread(session=session, thread_id=thread_id, owner=owner, pending_review=False)
-            except _UNAVAILABLE as exc:
+                    await threads.touch_thread(session=session, thread_id=thread_id, owner=owner_id, pending_review=False)
+            except UNAVAILABLE as exc:
                 log.warning("thread index not updated for %s: %s", thread_id, type(exc).__name__)
             return run_id
 
-    @_refused_when_unavailable
+    @refused_when_unavailable
     async def continue_run(self, thread_id: str, *, owner: str | None = None) -> str:
         """Re-run an incomplete or failed thread from its last checkpoint (the Retry button).
 
@@ -322,15 +338,6 @@ class ThreadService:
     async def _read(self, thread_id: str) -> ThreadView:
         """The thread's view from its checkpoint (never runs the graph)."""
         return thread_view_from_snapshot(thread_id, await self.graph.aget_state(self.config(thread_id)))
-
-    async def _claim(self, review: PendingReview, decisions: list[AnyDecision], reviewer: str) -> None:
-        """Record the decisions as the review's claim. Raises ReviewError("stale") if it lost."""
-        async with self._session() as session:
-            await reviews.record_review_requested(session=session, review=review)
-            try:
-                await reviews.claim_review(session=session, review=review, decisions=decisions, reviewer=reviewer)
-            except reviews.AlreadyDecided:
-                raise ReviewError("This review was already decided.", code="stale") from None
 
     async def _resume(self, review: PendingReview, decisions: list[AnyDecision], owner: str) -> str:
         """Start the run that resumes ``review`` with ``decisions``; on ANY failure the claim is released.

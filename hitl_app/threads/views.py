@@ -48,12 +48,36 @@ class MessageView(BaseModel):
     result: str | None = None
 
 
+class CardStatus(BaseModel):
+    """Where one approval card stands, for the person viewing it.
+
+    ``progress`` is the card's line (``"1 of 2 approvals: Dana"``, ``"Rejected by Lee"``) and
+    ``show_progress`` says whether it is worth showing (several approvals needed, or someone
+    decided already). ``deciders`` lists who decided so far (``"Dana approved"``). ``allowed``
+    are the decision types the viewer may send now (their buttons); ``note`` says why others are
+    closed (``"transfer_funds needs a reviewer; you are a member"``); ``who`` who may decide.
+    """
+
+    index: int
+    progress: str = ""
+    show_progress: bool = False
+    complete: bool = False
+    needed: int = 1
+    deciders: list[str] = []
+    allowed: list[str] = []
+    note: str = ""
+    who: str = ""
+
+
 class ThreadView(BaseModel):
     """A thread as loaded from its checkpoint.
 
     ``status``: ``review`` (a review is pending), ``incomplete`` (the last run stopped before it
     finished: Continue re-runs from the checkpoint), ``failed`` (the last run raised, or the agent
     paused with an interrupt that is not a tool-call review: ``error`` says which), or ``idle``.
+    ``cards`` (one per pending action request, filled by ``ThreadService.load``) say who decided
+    what so far and what the viewer may decide; ``read_only`` is True for a viewer who does not
+    own the thread (no composer: they may only decide the cards ``cards`` opens to them).
     """
 
     thread_id: str
@@ -62,6 +86,8 @@ class ThreadView(BaseModel):
     status: ThreadStatus
     error: str | None = None
     checkpoint_id: str | None = None
+    cards: list[CardStatus] = []
+    read_only: bool = False
 
 
 def _tool_outcome(msg: ToolMessage) -> tuple[Outcome, dict[str, Any] | None, str]:

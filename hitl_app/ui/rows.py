@@ -10,7 +10,7 @@ from typing import Any
 
 from hitl_app.review.types import PendingReview
 from hitl_app.threads.service import AuditEntry
-from hitl_app.threads.views import MessageView
+from hitl_app.threads.views import CardStatus, MessageView
 
 MESSAGE_PAGE = 50
 """How many of the most recent rows a thread shows at first; "Show earlier messages" adds this many
@@ -42,7 +42,13 @@ class ArgRow:
 
 @dataclass
 class CardRow:
-    """One approval card. ``choice`` is the decision picked so far ("" when undecided)."""
+    """One approval card. ``choice`` is the decision picked so far ("" when undecided).
+
+    ``allowed`` are the decisions the signed-in person may send (the buttons shown); ``progress``
+    the card's line ("1 of 2 approvals: Dana"), shown when ``show_progress``; ``note`` why some
+    or all buttons are missing; ``shared`` whether someone other than this person may decide it
+    (then it may be left for them).
+    """
 
     index: int
     tool_name: str
@@ -56,6 +62,10 @@ class CardRow:
     error: str = ""
     reason: str = ""
     answer: str = ""
+    progress: str = ""
+    show_progress: bool = False
+    note: str = ""
+    shared: bool = False
 
 
 @dataclass
@@ -159,11 +169,12 @@ def _tool_results_in_call_order(views: list[MessageView]) -> list[MessageView]:
     return out
 
 
-def card_rows(review: PendingReview | None) -> list[CardRow]:
-    """One card per action request of the pending review (empty when nothing is pending)."""
+def card_rows(review: PendingReview | None, statuses: list[CardStatus] | None = None) -> list[CardRow]:
+    """One card per action request of the pending review (empty when nothing is pending), with
+    each card's status for the viewer (``ThreadView.cards``; without it, every allowed decision)."""
     if review is None:
         return []
-    return [
+    rows = [
         CardRow(
             index=i,
             tool_name=action.name,
@@ -174,6 +185,21 @@ def card_rows(review: PendingReview | None) -> list[CardRow]:
         )
         for i, (action, config) in enumerate(zip(review.action_requests, review.review_configs, strict=True))
     ]
+    for row in rows:
+        apply_status(row, statuses)
+    return rows
+
+
+def apply_status(row: CardRow, statuses: list[CardStatus] | None) -> None:
+    """Set ``row``'s buttons, progress and note from its ``CardStatus`` (a choice no longer open goes)."""
+    status = next((s for s in statuses or [] if s.index == row.index), None)
+    if status is None:
+        return
+    row.allowed = list(status.allowed)
+    row.progress, row.show_progress, row.note = status.progress, status.show_progress, status.note
+    row.shared = status.who != "the person who asked"
+    if row.choice and row.choice not in row.allowed:
+        row.choice, row.editing = "", False
 
 
 def relative_time(when: datetime, now: datetime | None = None) -> str:

@@ -57,11 +57,11 @@ def test_reload_keeps_the_review_and_another_browser_is_refused(page: Page, app_
 
     stranger = other_browser()
     stranger.goto(url)
-    expect(stranger.get_by_test_id("load-error")).to_contain_text("This thread belongs to another browser")
+    expect(stranger.get_by_test_id("load-error")).to_contain_text("This thread belongs to someone else")
     expect(stranger.get_by_test_id("approval-card")).to_have_count(0)
     expect(stranger.get_by_test_id("message")).to_have_count(0)
     expect(stranger.get_by_test_id("composer-input")).to_be_disabled()
-    expect(stranger.get_by_test_id("composer-lock-reason")).to_contain_text("another browser")
+    expect(stranger.get_by_test_id("composer-lock-reason")).to_contain_text("someone else")
 
     # the stranger decided nothing: the owner's card is still pending and approving finishes the turn
     page.reload()

@@ -13,6 +13,7 @@ from hitl_app.runtime import open_runtime
 from hitl_app.settings import Settings
 from hitl_app.store.tables import AuditRecord, OutboxMail
 from hitl_app.threads.service import ThreadError
+from hitl_app.threads.decide import BrowserPerson
 
 TID = "3c9d1f0a-7b2e-4d6a-8f15-0e2b4c6d8a10"
 
@@ -62,8 +63,8 @@ async def test_two_workers_deciding_one_review_only_one_wins(tmp_path, database_
         await one.service.wait(TID)
         pending = (await one.service.load(TID, owner="a")).pending
         results = await asyncio.gather(
-            one.service.submit_review(TID, pending.interrupt_id, [{"type": "approve"}], reviewer="ann", owner="a"),
-            two.service.submit_review(TID, pending.interrupt_id, [{"type": "approve"}], reviewer="bob", owner="a"),
+            one.service.submit_review(TID, pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson("a", "ann")),
+            two.service.submit_review(TID, pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson("a", "bob")),
             return_exceptions=True,
         )
         errors = [r for r in results if isinstance(r, Exception)]

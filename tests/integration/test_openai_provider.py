@@ -16,6 +16,7 @@ from hitl_app.runtime import open_runtime
 from hitl_app.settings import Settings
 from hitl_app.store.tables import OutboxMail
 from tests.helpers.fake_openai import FakeOpenAI
+from hitl_app.threads.decide import BrowserPerson
 
 OWNER = "browser-1"
 
@@ -62,7 +63,7 @@ async def test_openai_client_streams_pauses_for_review_and_resumes(fake_openai, 
         assert action.args == {"to": "bob@example.com", "subject": "about lunch", "body": "at noon"}
         assert view.pending.review_configs[0].allowed_decisions == ("approve", "edit", "reject")
 
-        await service.submit_review(tid, view.pending.interrupt_id, [{"type": "approve"}], reviewer="ann", owner=OWNER)
+        await service.submit_review(tid, view.pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson(OWNER, "ann"))
         await service.wait(tid)
         view = await service.load(tid, owner=OWNER)
         assert view.status == "idle"

@@ -10,6 +10,7 @@ from hitl_app.errors import StartupError
 from hitl_app.review import ReviewError
 from hitl_app.runtime import open_runtime
 from hitl_app.settings import Settings
+from hitl_app.threads.decide import BrowserPerson
 
 OWNER = "b-1"
 TID = "9a3e2f10-4c55-4b8e-9d61-2b7c3a1e5f00"
@@ -42,10 +43,10 @@ async def test_own_agent_reviews_validates_edits_by_schema_and_runs_the_tool(tmp
 
         bad = [{"type": "edit", "edited_action": {"name": "refund_payment", "args": {"order_id": "A-1001", "amount": "a lot"}}}]
         with pytest.raises(ReviewError, match="amount"):
-            await service.submit_review(TID, view.pending.interrupt_id, bad, reviewer="ann", owner=OWNER)
+            await service.submit_review(TID, view.pending.interrupt_id, bad, person=BrowserPerson(OWNER, "ann"))
 
         good = [{"type": "edit", "edited_action": {"name": "refund_payment", "args": {"order_id": "A-1001", "amount": 10}}}]
-        await service.submit_review(TID, view.pending.interrupt_id, good, reviewer="ann", owner=OWNER)
+        await service.submit_review(TID, view.pending.interrupt_id, good, person=BrowserPerson(OWNER, "ann"))
         await service.wait(TID)
         view = await service.load(TID, owner=OWNER)
         assert view.status == "idle"

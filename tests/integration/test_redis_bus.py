@@ -15,6 +15,7 @@ from hitl_app.settings import Settings
 from hitl_app.threads.redis_bus import MAX_CONNECTIONS, RedisRunBus
 from hitl_app.threads.service import ThreadError
 from tests.helpers.redis_server import REDIS_URL, clients_named, require_redis, unique_prefix
+from hitl_app.threads.decide import BrowserPerson
 
 
 @pytest.fixture
@@ -49,7 +50,7 @@ async def test_tokens_and_review_cross_workers_and_review_decided_on_the_other(t
         events = await asyncio.wait_for(_collect(b, tid), 30)
         assert events[-1].outcome == "interrupted"
         pending = (await b.load(tid, owner="o")).pending
-        await b.submit_review(tid, pending.interrupt_id, [{"type": "approve"}], reviewer="ann", owner="o")
+        await b.submit_review(tid, pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson("o", "ann"))
         events = await asyncio.wait_for(_collect(a, tid), 30)
         assert events[-1].outcome == "finished"
         assert "bob@example.com" in (await a.load(tid, owner="o")).messages[-1].text

@@ -25,6 +25,7 @@ from hitl_app.threads import run_driver
 from hitl_app.threads.tool_work import TOOL_WORK
 from tests.helpers.fake_openai import FakeOpenAI, unpaired_tool_calls
 from tests.helpers.pairing import assert_pairing
+from hitl_app.threads.decide import BrowserPerson
 
 OWNER = "browser-1"
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -66,7 +67,7 @@ async def approve_slow_task(service, thread_id, seconds=6) -> None:
     await service.wait(thread_id)
     view = await service.load(thread_id, owner=OWNER)
     assert view.pending is not None and view.pending.action_requests[0].name == "slow_task"
-    await service.submit_review(thread_id, view.pending.interrupt_id, [{"type": "approve"}], reviewer="ann", owner=OWNER)
+    await service.submit_review(thread_id, view.pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson(OWNER, "ann"))
     await asyncio.sleep(1.0)
     assert await service.is_running(thread_id)
 
@@ -150,6 +151,7 @@ _KILLED_RUN = textwrap.dedent(
     import asyncio, sys
     from hitl_app.runtime import open_runtime
     from hitl_app.settings import Settings
+    from hitl_app.threads.decide import BrowserPerson
 
     async def main(data_dir, url, thread_id):
         settings = Settings(HITL_DATA_DIR=data_dir, HITL_MODEL="demo", HITL_DEMO_WPS=0, DATABASE_URL=url)
@@ -157,7 +159,7 @@ _KILLED_RUN = textwrap.dedent(
             await rt.service.start_turn(thread_id, "wait 20 seconds", owner="browser-1")
             await rt.service.wait(thread_id)
             view = await rt.service.load(thread_id, owner="browser-1")
-            await rt.service.submit_review(thread_id, view.pending.interrupt_id, [{"type": "approve"}], reviewer="ann", owner="browser-1")
+            await rt.service.submit_review(thread_id, view.pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson("browser-1", "ann"))
             await asyncio.sleep(1.0)
             print("TOOL RUNNING", flush=True)
             await asyncio.sleep(60)

@@ -19,6 +19,7 @@ from hitl_app.threads.limits import RunLimits
 from hitl_app.threads.service import ThreadError, ThreadService
 from hitl_app.threads.tool_work import TOOL_WORK
 from tests.helpers.pairing import assert_pairing
+from hitl_app.threads.decide import BrowserPerson
 
 OWNER = "owner-a"
 
@@ -73,7 +74,7 @@ async def test_wall_clock_limit_cancels_a_running_tool_and_answers_it(database_u
         t = tid()
         await run(svc, t, "wait 4 seconds")
         view = await svc.load(t, owner=OWNER)
-        await svc.submit_review(t, view.pending.interrupt_id, [{"type": "approve"}], reviewer="r", owner=OWNER)
+        await svc.submit_review(t, view.pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson(OWNER, "r"))
         ended = [e async for e in svc.subscribe(t)][-1]
         await svc.wait(t)
         assert ended.outcome == "failed" and "took longer than 2 seconds" in ended.error
@@ -146,10 +147,10 @@ async def test_worker_run_limit_refuses_before_a_review_is_claimed(database_url,
         pending = (await svc.load(r, owner=OWNER)).pending
         await svc.start_turn(s, "stream 400 words", owner="someone-else")
         with pytest.raises(ThreadError, match="The server is busy with other runs right now"):
-            await svc.submit_review(r, pending.interrupt_id, [{"type": "approve"}], reviewer="r", owner=OWNER)
+            await svc.submit_review(r, pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson(OWNER, "r"))
         await svc.stop(s, owner="someone-else")
         # nothing was claimed: the same review is still answerable
-        await svc.submit_review(r, pending.interrupt_id, [{"type": "approve"}], reviewer="r", owner=OWNER)
+        await svc.submit_review(r, pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson(OWNER, "r"))
         await svc.wait(r)
         assert (await svc.load(r, owner=OWNER)).status == "idle"
         await usable(svc, r)

@@ -17,6 +17,7 @@ from hitl_app.store.db import create_schema, make_engines
 from hitl_app.threads.agent_loader import validators_for
 from hitl_app.threads.service import ThreadError, ThreadService
 from tests.helpers.pairing import assert_pairing
+from hitl_app.threads.decide import BrowserPerson
 
 OWNER = "owner-a"
 SLOW_UPDATE = (
@@ -59,7 +60,7 @@ async def test_continue_after_stop_never_runs_the_approved_write_twice(database_
         await svc.wait(t)
         pending = (await svc.load(t, owner=OWNER)).pending
         call_id = pending.tool_call_ids[0]
-        await svc.submit_review(t, pending.interrupt_id, [{"type": "approve"}], reviewer="r", owner=OWNER)
+        await svc.submit_review(t, pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson(OWNER, "r"))
         await asyncio.sleep(0.8)
         assert await svc.is_running(t), "the update should still be running"
         assert await svc.stop(t, owner=OWNER)

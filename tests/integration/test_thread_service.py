@@ -23,6 +23,7 @@ from hitl_app.store.tables import AuditRecord, OutboxMail, ReviewRequestRecord
 from hitl_app.threads.agent_loader import validators_for
 from hitl_app.threads.service import ThreadError, ThreadService
 from tests.helpers.pairing import assert_pairing
+from hitl_app.threads.decide import BrowserPerson
 
 OWNER = "owner-a"
 
@@ -88,7 +89,7 @@ async def test_c4_new_message_while_review_pending_is_refused_and_thread_stays_s
     assert view.status == "review"
     assert [m.text for m in view.messages if m.role == "user"] == ["email bob@example.com about lunch: noon"]
     assert_pairing(await messages(service, t), allow_pending_last=True)
-    await service.submit_review(t, view.pending.interrupt_id, [{"type": "reject", "message": "never mind"}], reviewer="Dana", owner=OWNER)
+    await service.submit_review(t, view.pending.interrupt_id, [{"type": "reject", "message": "never mind"}], person=BrowserPerson(OWNER, "Dana"))
     await service.wait(t)
     assert_pairing(await messages(service, t))
     await turn(service, t, "stream 5 words")
@@ -106,10 +107,10 @@ async def test_c6_invalid_edits_then_valid_record_once_per_action(service):
     iid = view.pending.interrupt_id
     for bad in ({"to": 5, "subject": "a", "body": "b"}, {"to": "x@example.com"}):
         with pytest.raises(ReviewError) as err:
-            await service.submit_review(t, iid, [{"type": "edit", "edited_action": {"name": "send_email", "args": bad}}], reviewer="Dana", owner=OWNER)
+            await service.submit_review(t, iid, [{"type": "edit", "edited_action": {"name": "send_email", "args": bad}}], person=BrowserPerson(OWNER, "Dana"))
         assert err.value.code == "bad_args"
     await service.submit_review(
-        t, iid, [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "cat@example.com", "subject": "a", "body": "b"}}}], reviewer="Dana", owner=OWNER
+        t, iid, [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "cat@example.com", "subject": "a", "body": "b"}}}], person=BrowserPerson(OWNER, "Dana")
     )
     await service.wait(t)
     assert count(service, ReviewRequestRecord, ReviewRequestRecord.thread_id == t) == 1
@@ -156,19 +157,19 @@ async def test_forged_submissions_are_refused_and_nothing_runs(service):
     iid = (await service.load(t, owner=OWNER)).pending.interrupt_id
     for label, interrupt_id, decisions, code in FORGED:
         with pytest.raises(ReviewError) as err:
-            await service.submit_review(t, iid if interrupt_id is None else interrupt_id, decisions, reviewer="x", owner=OWNER)
+            await service.submit_review(t, iid if interrupt_id is None else interrupt_id, decisions, person=BrowserPerson(OWNER, "x"))
         assert err.value.code == code, label
         assert err.value.message, label
         assert not await service.is_running(t), label
     with pytest.raises(ThreadError) as terr:
-        await service.submit_review(t, iid, [{"type": "approve"}], reviewer="x", owner="someone-else")
+        await service.submit_review(t, iid, [{"type": "approve"}], person=BrowserPerson("someone-else", "x"))
     assert terr.value.code == "forbidden"
     with pytest.raises(ThreadError):
         await service.stop(t, owner="someone-else")
     assert count(service, AuditRecord, AuditRecord.thread_id == t) == 0
     assert mails_to(service, "cy@example.com") == 0
     assert (await service.load(t, owner=OWNER)).status == "review"
-    await service.submit_review(t, iid, [{"type": "approve"}], reviewer="x", owner=OWNER)
+    await service.submit_review(t, iid, [{"type": "approve"}], person=BrowserPerson(OWNER, "x"))
     await service.wait(t)
     assert mails_to(service, "cy@example.com") == 1
     assert_pairing(await messages(service, t))
@@ -179,7 +180,7 @@ async def test_concurrent_submissions_resume_exactly_once(service):
     await turn(service, t, "email dee@example.com about r: s")
     iid = (await service.load(t, owner=OWNER)).pending.interrupt_id
     results = await asyncio.gather(
-        *(service.submit_review(t, iid, [{"type": "approve"}], reviewer=f"r{i}", owner=OWNER) for i in range(4)),
+        *(service.submit_review(t, iid, [{"type": "approve"}], person=BrowserPerson(OWNER, f"r{i}")) for i in range(4)),
         return_exceptions=True,
     )
     wins = [r for r in results if isinstance(r, str)]
@@ -189,7 +190,7 @@ async def test_concurrent_submissions_resume_exactly_once(service):
     await service.wait(t)
     # a late retry after the run finished: still "already decided"
     with pytest.raises(ReviewError, match="already decided"):
-        await service.submit_review(t, iid, [{"type": "approve"}], reviewer="late", owner=OWNER)
+        await service.submit_review(t, iid, [{"type": "approve"}], person=BrowserPerson(OWNER, "late"))
     assert mails_to(service, "dee@example.com") == 1
     assert count(service, AuditRecord, AuditRecord.thread_id == t) == 1
     assert_pairing(await messages(service, t))
@@ -236,7 +237,7 @@ async def test_tool_error_is_a_visible_tool_row_and_pairing_holds(service):
     t = tid()
     await turn(service, t, "delete notes/missing.txt")
     iid = (await service.load(t, owner=OWNER)).pending.interrupt_id
-    await service.submit_review(t, iid, [{"type": "approve"}], reviewer="x", owner=OWNER)
+    await service.submit_review(t, iid, [{"type": "approve"}], person=BrowserPerson(OWNER, "x"))
     await service.wait(t)
     view = await service.load(t, owner=OWNER)
     tool = [m for m in view.messages if m.role == "tool"]
@@ -255,8 +256,7 @@ async def test_audit_record_fields(service):
         t,
         review.interrupt_id,
         [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "fox@example.com", "subject": "q", "body": "w"}}}, {"type": "reject", "message": "keep it"}],
-        reviewer="Dana",
-        owner=OWNER,
+        person=BrowserPerson(OWNER, "Dana"),
     )
     await service.wait(t)
     with Session(service.engines.sync) as s:
@@ -307,7 +307,7 @@ async def test_a_bus_error_after_the_claim_leaves_the_review_answerable_and_appr
 
     monkeypatch.setattr(bus, name, flaky)
     try:
-        await service.submit_review(t, iid, [{"type": "approve"}], reviewer="Dana", owner=OWNER)
+        await service.submit_review(t, iid, [{"type": "approve"}], person=BrowserPerson(OWNER, "Dana"))
     except Exception as exc:  # noqa: BLE001 - the kind is asserted below, after the recovery
         first: Exception = exc
     else:
@@ -315,10 +315,10 @@ async def test_a_bus_error_after_the_claim_leaves_the_review_answerable_and_appr
     view = await service.load(t, owner=OWNER)
     assert view.status == "review" and view.pending.interrupt_id == iid
     assert count(service, AuditRecord, AuditRecord.thread_id == t) == 0, "the claim was released"
-    await service.submit_review(t, iid, [{"type": "approve"}], reviewer="Dana", owner=OWNER)
+    await service.submit_review(t, iid, [{"type": "approve"}], person=BrowserPerson(OWNER, "Dana"))
     await service.wait(t)
     with pytest.raises(ReviewError, match="already decided"):
-        await service.submit_review(t, iid, [{"type": "approve"}], reviewer="Dana", owner=OWNER)
+        await service.submit_review(t, iid, [{"type": "approve"}], person=BrowserPerson(OWNER, "Dana"))
     assert mails_to(service, "gus@example.com") == 1
     assert count(service, AuditRecord, AuditRecord.thread_id == t) == 1
     assert isinstance(first, ThreadError) and "nothing was sent" not in first.message
@@ -346,7 +346,7 @@ async def test_a_claim_left_by_a_crashed_run_is_released_when_the_thread_is_load
     view = await service.load(t, owner=OWNER)
     assert view.status == "review" and view.pending.interrupt_id == review.interrupt_id
     assert count(service, AuditRecord, AuditRecord.thread_id == t) == 0
-    await service.submit_review(t, review.interrupt_id, [{"type": "approve"}], reviewer="Dana", owner=OWNER)
+    await service.submit_review(t, review.interrupt_id, [{"type": "approve"}], person=BrowserPerson(OWNER, "Dana"))
     await service.wait(t)
     assert mails_to(service, "hal@example.com") == 1
     with Session(service.engines.sync) as s:

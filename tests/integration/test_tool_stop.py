@@ -17,6 +17,7 @@ from hitl_app.agent.workspace import DemoWorkspace
 from hitl_app.store.db import create_schema, make_engines
 from hitl_app.threads.agent_loader import validators_for
 from hitl_app.threads.service import ThreadService
+from hitl_app.threads.decide import BrowserPerson
 from hitl_app.threads.tool_work import TOOL_WORK
 
 OWNER = "owner-a"
@@ -84,7 +85,7 @@ async def test_stop_rolls_back_an_approved_write_and_continue_does_not_run_it(da
     await svc.start_turn(t, f"sql: {SLOW_UPDATE}", owner=OWNER)
     await svc.wait(t)
     pending = (await svc.load(t, owner=OWNER)).pending
-    await svc.submit_review(t, pending.interrupt_id, [{"type": "approve"}], reviewer="r", owner=OWNER)
+    await svc.submit_review(t, pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson(OWNER, "r"))
     await asyncio.sleep(0.4)
     assert await svc.is_running(t) and TOOL_WORK.busy(t), "the approved UPDATE should be running"
     assert await svc.stop(t, owner=OWNER)

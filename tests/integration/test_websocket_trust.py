@@ -307,7 +307,7 @@ async def test_thread_of_another_browser_is_refused(server: AppServer):
     try:
         await start_review(owner, "email kim@example.com about secret: plans")
         await intruder.load_thread(tid)
-        assert intruder.chat.get("load_error") == "This thread belongs to another browser."
+        assert intruder.chat.get("load_error") == "This thread belongs to someone else."
         assert not intruder.review.get("cards") and not intruder.chat.get("messages")
         assert intruder.chat.get("tid") == ""
         # acting on it anyway: nothing happens to the owner's thread

@@ -116,6 +116,16 @@ def approval_card(card: CardRow) -> rx.Component:
                     data_testid="respond-message",
                 ),
             ),
+            rx.cond(
+                card.show_progress,
+                rx.hstack(
+                    rx.icon("users", size=14, color=theme.MUTED),
+                    rx.text(card.progress, size="2", weight="medium", data_testid="approval-progress"),
+                    spacing="2",
+                    align="center",
+                ),
+            ),
+            rx.cond(card.note != "", rx.text(card.note, size="2", color=theme.MUTED, data_testid="card-note")),
             rx.hstack(
                 _decision_button(card, "approve"),
                 _decision_button(card, "edit"),
@@ -160,6 +170,7 @@ def _cards_panel() -> rx.Component:
                 spacing="3",
             ),
             rx.foreach(ReviewState.cards, approval_card),
+            rx.cond(ReviewState.review_note != "", rx.text(ReviewState.review_note, size="2", color=theme.MUTED, data_testid="review-note")),
             rx.cond(ReviewState.review_error != "", rx.callout(ReviewState.review_error, icon="triangle-alert", color_scheme="red", data_testid="review-error", width="100%")),
             rx.hstack(
                 rx.button(ReviewState.submit_label, on_click=ReviewState.submit, size="3", data_testid="submit-decisions",

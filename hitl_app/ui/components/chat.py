@@ -77,7 +77,19 @@ def notices() -> rx.Component:
 
 
 def composer() -> rx.Component:
-    """The message box: Enter sends, Shift+Enter adds a line; locked (with the reason) while busy."""
+    """The message box: Enter sends, Shift+Enter adds a line; locked (with the reason) while busy.
+    Someone else's thread (opened to decide its review) says it is read-only instead."""
+    return rx.cond(
+        ChatState.read_only,
+        rx.text(
+            "Read-only: this is someone else's thread. You can decide the cards above that are yours to decide.",
+            size="2", color=theme.MUTED, data_testid="read-only-notice",
+        ),
+        _composer_form(),
+    )
+
+
+def _composer_form() -> rx.Component:
     return rx.vstack(
         rx.cond(ChatState.lock_reason != "", rx.text(ChatState.lock_reason, size="2", color=theme.MUTED, data_testid="composer-lock-reason")),
         rx.form(

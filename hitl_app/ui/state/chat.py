@@ -60,6 +60,7 @@ class ChatState(SessionState):
     run_error: str = ""
     composer_error: str = ""
     load_error: str = ""
+    read_only: bool = False  # someone else's thread, opened to decide its review: no composer
     worker_pid: str = ""
     _watch_id: str = ""
 
@@ -112,7 +113,8 @@ class ChatState(SessionState):
         if status != "incomplete":
             self.notice = ""
         review_error = _first_line(view.error) if status == "review" and view.error else None
-        (await self._review_state())._show(view.pending, error=review_error)
+        self.read_only = view.read_only
+        (await self._review_state())._show(view.pending, statuses=view.cards, error=review_error)
 
     def _show_rows(self, rows: list[MessageRow]) -> None:
         """Keep the window: rows from ``_start`` on (new rows append below; earlier ones on request)."""
@@ -342,7 +344,9 @@ class ChatState(SessionState):
     async def _settle(self, follow: Follow, event: Any) -> list[Any]:
         """A message boundary or the run's end: the committed messages come from the checkpoint."""
         try:
-            view = event.view if event.view is not None else await get_service().load(follow.tid, owner=follow.owner)
+            view = event.view
+            if view is None or view.pending is not None:  # a review's cards differ per person: read them for this one
+                view = await get_service().load(follow.tid, owner=follow.owner)
         except Exception:  # noqa: BLE001 - shown below as a run error
             log.exception("reload failed thread=%s", follow.tid)
             view = None

@@ -16,8 +16,10 @@ import reflex as rx
 from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft, parse_args_json, validate_edit_args
 from hitl_app.review.types import PendingReview, decision_payload
 from hitl_app.runtime import get_service
+from hitl_app.threads.decide import BrowserPerson
 from hitl_app.threads.service import ThreadError
-from hitl_app.ui.rows import CardRow, card_rows
+from hitl_app.threads.views import CardStatus
+from hitl_app.ui.rows import CardRow, apply_status, card_rows
 from hitl_app.ui.state.chat import ChatState
 from hitl_app.ui.state.session import SessionState, ask_identity
 
@@ -31,6 +33,7 @@ class ReviewState(SessionState):
     cards: list[CardRow] = []
     interrupt_id: str = ""
     review_error: str = ""
+    review_note: str = ""
     _review_json: str = ""
     _edited: dict[int, dict[str, Any]] = {}
 
@@ -71,20 +74,29 @@ class ReviewState(SessionState):
         """The tab's ``ChatState`` (the one way this state reaches the chat)."""
         return await self.get_state(ChatState)
 
-    def _show(self, review: PendingReview | None, *, error: str | None = None) -> None:
+    def _show(
+        self, review: PendingReview | None, *, statuses: list[CardStatus] | None = None, error: str | None = None
+    ) -> None:
         """Replace the cards with ``review`` (or clear them). Private: not callable from the browser.
 
-        ``error`` (when given) then replaces the panel's message; otherwise a refused
-        submission's message ("already decided") stays until a new review shows.
+        ``statuses`` (``ThreadView.cards``) set each card's buttons and progress, also on the
+        cards already shown. ``error`` (when given) then replaces the panel's message; otherwise
+        a refused submission's message ("already decided") stays until a new review shows.
         """
         new_id = review.interrupt_id if review else ""
         if new_id != self.interrupt_id or (review is None) != (not self.cards):
-            self.cards = card_rows(review)
+            self.cards = card_rows(review, statuses)
             self.interrupt_id = new_id
             self._review_json = review.model_dump_json() if review else ""
             self._edited = {}
+            self.review_note = ""
             if review is not None:
                 self.review_error = ""
+        elif statuses is not None:
+            cards = list(self.cards)
+            for card in cards:
+                apply_status(card, statuses)
+            self.cards = cards
         if error is not None:
             self.review_error = error
 
@@ -248,20 +260,30 @@ class ReviewState(SessionState):
             self._set(blank.index, error=draft.unanswered_message(blank))
             self.review_error = ""
             return
-        decisions = [decision_payload(d) for d in draft.to_decisions(self.cards, self._edited)]
+        if any(card.shared for card in self.cards):  # others may decide: undecided cards are left to them
+            decisions: list[Any] = [d and decision_payload(d) for d in draft.to_entries(self.cards, self._edited)]
+        else:
+            decisions = [decision_payload(d) for d in draft.to_decisions(self.cards, self._edited)]
         service = get_service()
+        person = self._person()
         try:
-            await service.submit_review(
-                chat.tid, self.interrupt_id, decisions, reviewer=self.reviewer or "anonymous", owner=self.browser_id
-            )
+            run_id = await service.submit_review(chat.tid, self.interrupt_id, decisions, person=person)
         except ReviewError as exc:
             return await self._refused(chat, exc)
         except ThreadError as exc:
             self.review_error = exc.message
             return
+        if run_id is None:  # drafted: other cards or approvals are still to come
+            await chat._apply_view(await service.load(chat.tid, viewer=person))
+            self.review_error, self.review_note = "", "Your decisions are saved. The agent goes on once every card is decided."
+            return
         self._show(None)
         chat._begin_stream()
         return ChatState.watch
+
+    def _person(self) -> BrowserPerson:
+        """The person deciding (until sign-in is wired: this browser, a member owning its threads)."""
+        return BrowserPerson(self.browser_id, self.reviewer or "anonymous")
 
     async def _refused(self, chat: ChatState, exc: ReviewError):
         """Show why a submission was refused: on its card, or on the panel; a stale review is
