@@ -26,17 +26,20 @@ from hitl_app.threads.bus import RunBus
 from hitl_app.threads.bus_local import LocalRunBus
 from hitl_app.threads.limits import RunLimits
 from hitl_app.threads.service import ThreadService
+from hitl_app.threads.sweeper import Sweeper
 
 log = logging.getLogger("hitl_app")
 
 
 @dataclass
 class Runtime:
-    """What the lifespan opened: settings, database engines and the thread service."""
+    """What the lifespan opened: settings, database engines, the thread service and its sweeper
+    (deadlines and undo windows, ``hitl_app.threads.sweeper``)."""
 
     settings: Settings
     engines: Engines
     service: ThreadService
+    sweeper: Sweeper | None = None
 
 
 _runtime: Runtime | None = None
@@ -90,7 +93,7 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
     global _runtime
     from langchain_core._api import LangChainBetaWarning
 
-    from hitl_app.threads.agent_loader import load_agent, policy_rights
+    from hitl_app.threads.agent_loader import load_agent, policy_desks, policy_rights
 
     warnings.filterwarnings("ignore", category=LangChainBetaWarning)
     if settings is None:
@@ -118,9 +121,12 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
             except Exception as exc:  # noqa: BLE001 - redis raises several connection errors
                 raise StartupError(f"cannot reach Redis at {safe_url(settings.redis_url)}: {exc}") from exc
             service = ThreadService(
-                graph, engines, validators, bus=bus, limits=run_limits(settings), rights=policy_rights(settings)
+                graph, engines, validators, bus=bus, limits=run_limits(settings), rights=policy_rights(settings),
+                desks=policy_desks(settings),
             )
-            _runtime = Runtime(settings=settings, engines=engines, service=service)
+            sweeper = Sweeper(service, interval=settings.sweep_seconds)
+            sweeper.start()
+            _runtime = Runtime(settings=settings, engines=engines, service=service, sweeper=sweeper)
             log.info(
                 "hitl_app started: pid=%s model=%s agent=%s database=%s bus=%s",
                 os.getpid(), settings.model, settings.agent or "built-in", safe_url(engines.url), type(bus).__name__,
@@ -129,6 +135,7 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
                 yield _runtime
             finally:
                 _runtime = None
+                await sweeper.aclose()
                 await bus.aclose()
     finally:
         await engines.async_.dispose()

@@ -130,6 +130,8 @@ class Settings(BaseSettings):
     runs_per_owner: int = Field(default=3, ge=1, le=1000, alias="HITL_RUNS_PER_OWNER")
     messages_per_minute: int = Field(default=30, ge=1, le=100_000, alias="HITL_MESSAGES_PER_MINUTE")
     max_runs: int = Field(default=32, ge=1, le=100_000, alias="HITL_MAX_RUNS")
+    sweep_seconds: float = Field(default=1.0, ge=0.1, le=60, alias="HITL_SWEEP_SECONDS")
+    """Seconds between two sweeps for due deadlines and ended undo windows (``threads.sweeper``)."""
     _database: DatabaseURL = PrivateAttr()
 
     # ---- bounds of each demo tool call (read by hitl_app.agent.limits.ToolLimits.from_settings) ----

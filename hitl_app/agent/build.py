@@ -5,8 +5,9 @@ Uses ``langchain.agents.create_agent`` with, in this order,
 ``ToolCallsPerMessageLimit(...)`` and ``RepeatedRejectionGuard()``; after_model hooks run in
 reverse list order, so the guard sees each model message first (see ``guards.py``), then the
 limit answers the calls beyond the per-message limit (see ``call_limit.py``), then the memo takes
-each call's "needs review?" answer once (see ``policy.py``), then the HITL middleware raises the
-card. Last, ``OwnerWorkspaceSetup`` creates the run owner's workspace when a run starts. The state keeps ``messages``
+each call's "needs review?" answer once (see ``policy.py``), then, given a ``grant_check``,
+``GrantGate`` lets the calls a grant covers run without a card (see ``grant_gate.py``), then
+the HITL middleware raises the card. Last, ``OwnerWorkspaceSetup`` creates the run owner's workspace when a run starts. The state keeps ``messages``
 as deltas (``state.py``), so a turn's checkpoint bytes do not grow with the thread's length.
 """
 
@@ -22,6 +23,7 @@ from langchain_core.tools import BaseTool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from hitl_app.agent.call_limit import ToolCallsPerMessageLimit, skip_answered_calls
+from hitl_app.agent.grant_gate import GrantCheck, GrantGate, skip_granted_calls
 from hitl_app.agent.guards import RepeatedRejectionGuard
 from hitl_app.agent.policy import (
     DEFAULT_POLICY,
@@ -71,11 +73,13 @@ def build_demo_agent(
     workspace: DemoWorkspace,
     checkpointer: BaseCheckpointSaver | None,
     policy_rules: list[PolicyRule] = DEFAULT_POLICY,
+    grant_check: GrantCheck | None = None,
 ) -> AgentBundle:
     """Build the demo agent. Calls ``workspace.ensure()`` (idempotent).
 
     One model message may start at most ``workspace.limits.max_tool_calls_per_message`` tool
-    calls; the rest are answered with an error and never run.
+    calls; the rest are answered with an error and never run. ``grant_check`` (optional) answers
+    whether a grant covers a call that would get a card (see ``GrantGate``).
 
     Raises:
         PolicyError: an invalid rule, or a review-rights ``when`` on an argument the tool lacks.
@@ -85,12 +89,16 @@ def build_demo_agent(
     check_rights_arguments(list(policy_rules), {t.name: set(t.tool_call_schema.model_fields) for t in tools})
     policy_interrupt_on = interrupt_on_from_policy(list(policy_rules), workspace.demo_db_path)
     interrupt_on = skip_answered_calls(policy_interrupt_on)  # calls over the limit already have an answer
+    if grant_check is not None:
+        interrupt_on = skip_granted_calls(interrupt_on)
+    gate = [GrantGate(policy_interrupt_on, grant_check)] if grant_check is not None else []
     graph = create_agent(
         model,
         tools,
         system_prompt=SYSTEM_PROMPT,
         middleware=[
             HumanInTheLoopMiddleware(interrupt_on=interrupt_on, interrupt_mode="batched"),
+            *gate,
             ReviewNeedMemo(policy_interrupt_on),
             ToolCallsPerMessageLimit(workspace.limits.max_tool_calls_per_message),
             RepeatedRejectionGuard(),

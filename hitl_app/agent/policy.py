@@ -28,6 +28,8 @@ thread), and ``PolicyCondition`` returns that stored answer whenever it exists.
     reviewers = ["reviewer"]       # optional review rights: who decides, self-approval,
     self_approval = false          # distinct approvals and stricter [[tools.x.rules]] with a
     approvals = 1                  # when = "amount > 1000" (see hitl_app.review.rights_policy)
+    deadline = "15m"               # optional desk keys: on_timeout, timeout_message, escalate_to,
+    undo_seconds = 10              # grantable (see hitl_app.review.desk_policy)
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from langgraph.runtime import Runtime
 
 from hitl_app.agent.sql_guard import is_read_only_sql
 from hitl_app.errors import StartupError
+from hitl_app.review.desk_policy import DEFAULT_DESK, DESK_KEYS, DeskPolicyError, ToolDesk, parse_tool_desk
 from hitl_app.review.rights_policy import (
     DEFAULT_RIGHTS,
     RIGHTS_KEYS,
@@ -72,6 +75,7 @@ class PolicyRule:
         condition: a key of ``CONDITIONS``, or None to pause on every call.
         rights: who may decide and how many approvals are needed (default: the thread's owner
             decides alone, as a single user always has).
+        desk: deadline, grants and undo window (default: none, grantable, none).
     """
 
     tool: str
@@ -79,6 +83,7 @@ class PolicyRule:
     description: str
     condition: str | None = None
     rights: ToolRights = DEFAULT_RIGHTS
+    desk: ToolDesk = DEFAULT_DESK
 
 
 # A condition factory gets the demo database path and returns a predicate on the call's args
@@ -129,7 +134,7 @@ DEFAULT_POLICY: list[PolicyRule] = [
     PolicyRule("execute_sql", ["approve", "reject"], "Run SQL that changes data: {query}", "not_read_only_sql"),
     PolicyRule("ask_user", ["respond"], "Question for you: {question}"),
     PolicyRule("slow_task", ["approve", "reject"], "Wait {seconds} seconds"),
-    PolicyRule("transfer_funds", ["approve", "reject"], "Pay {amount} to {to}"),
+    PolicyRule("transfer_funds", ["approve", "reject"], "Pay {amount} to {to}", desk=ToolDesk(grantable=False)),
 ]
 """The built-in policy. ``read_data`` is not listed, so it never pauses."""
 
@@ -300,7 +305,7 @@ def validate_rule(rule: PolicyRule, *, source: str) -> None:
             )
 
 
-_RULE_KEYS = {"allowed_decisions", "description", "condition", *RIGHTS_KEYS}
+_RULE_KEYS = {"allowed_decisions", "description", "condition", *RIGHTS_KEYS, *DESK_KEYS}
 
 
 def load_policy_toml(path: Path | str) -> list[PolicyRule]:
@@ -344,10 +349,10 @@ def load_policy_toml(path: Path | str) -> list[PolicyRule]:
         if condition is not None and not isinstance(condition, str):
             raise PolicyError(f"{where} condition: must be a string")
         try:
-            rights = parse_tool_rights(table)
-        except RightsPolicyError as exc:
+            rights, desk = parse_tool_rights(table), parse_tool_desk(table)
+        except (RightsPolicyError, DeskPolicyError) as exc:
             raise PolicyError(f"{where} {exc}") from None
-        rule = PolicyRule(tool, list(decisions), description, condition, rights)
+        rule = PolicyRule(tool, list(decisions), description, condition, rights, desk)
         validate_rule(rule, source=str(path))
         rules.append(rule)
     return rules
@@ -361,7 +366,7 @@ def describe_policy(rules: list[PolicyRule]) -> list[dict[str, Any]]:
             "allowed_decisions": list(r.allowed_decisions),
             "description": r.description,
             "condition": r.condition,
-            "rights": r.rights.describe(),
+            "rights": r.rights.describe(), "desk": r.desk.describe(),
         }
         for r in rules
     ]

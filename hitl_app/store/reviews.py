@@ -31,7 +31,8 @@ class AlreadyDecided(Exception):
 
 @dataclass(frozen=True)
 class AuditEntry:
-    """A decision as shown under its tool call (times aware UTC, ``waited_seconds`` in seconds)."""
+    """A decision as shown under its tool call (times aware UTC, ``waited_seconds`` in seconds;
+    ``via``: ``"grant:<id>"`` or ``"deadline"`` when no person decided it then)."""
 
     tool_call_id: str | None
     tool_name: str
@@ -40,6 +41,7 @@ class AuditEntry:
     decided_at: datetime
     waited_seconds: float
     message: str | None
+    via: str | None = None
 
 
 async def record_review_requested(*, session: AsyncSession, review: PendingReview) -> None:
@@ -199,7 +201,7 @@ async def audit_for_thread(*, session: AsyncSession, thread_id: str) -> dict[str
     rows = (await session.exec(select(AuditRecord).where(AuditRecord.thread_id == thread_id))).all()
     return {
         r.tool_call_id: AuditEntry(
-            r.tool_call_id, r.tool_name, r.decision_type, r.reviewer, r.decided_at, r.waited_seconds, r.message
+            r.tool_call_id, r.tool_name, r.decision_type, r.reviewer, r.decided_at, r.waited_seconds, r.message, r.via
         )
         for r in rows
         if r.tool_call_id

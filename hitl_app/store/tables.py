@@ -116,6 +116,7 @@ class AuditRecord(SQLModel, table=True):
     decided_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     waited_seconds: float
     checkpoint_id: str | None = Field(default=None, max_length=100)
+    via: str | None = Field(default=None, max_length=40, index=True)  # "grant:<id>", "deadline"; None: a person
 
 
 class DecisionDraft(SQLModel, table=True):

@@ -131,6 +131,18 @@ def resolve_agent(spec: str, checkpointer: Any) -> Any:
     return graph
 
 
+def policy_desks(settings: Settings) -> dict[str, Any]:
+    """Tool name -> ``ToolDesk`` (deadline, grants, undo window) from ``HITL_POLICY`` or the
+    default policy; ``{}`` for a developer's agent (no deadlines, no undo; its calls get no grants).
+    """
+    from hitl_app.agent.policy import DEFAULT_POLICY, load_policy_toml
+    from hitl_app.review.desk_policy import desks_by_tool
+
+    if settings.agent:
+        return {}
+    return desks_by_tool(load_policy_toml(settings.policy_file) if settings.policy_file else DEFAULT_POLICY)
+
+
 def policy_rights(settings: Settings) -> dict[str, Any]:
     """Tool name -> ``ToolRights`` (who may decide its reviews) from ``HITL_POLICY``, or the default
     policy's; ``{}`` for a developer's agent (``HITL_AGENT``: the owner decides every card).
@@ -157,6 +169,7 @@ async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tupl
     from hitl_app.agent.policy import DEFAULT_POLICY, PolicyError, load_policy_toml
     from hitl_app.agent.limits import ToolLimits
     from hitl_app.agent.workspace import DemoWorkspace
+    from hitl_app.threads.grant_check import GrantChecker
 
     if settings.agent:
         if settings.policy_file:
@@ -181,7 +194,10 @@ async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tupl
     )
     workspace.ensure()
     async with open_checkpointer(settings.database, pool_size=settings.db_pool_size) as checkpointer:
-        bundle = build_demo_agent(model=model, workspace=workspace, checkpointer=checkpointer, policy_rules=rules)
+        bundle = build_demo_agent(
+            model=model, workspace=workspace, checkpointer=checkpointer, policy_rules=rules,
+            grant_check=GrantChecker(engines),
+        )
         unknown = sorted({r.tool for r in rules} - set(bundle.tools_by_name))
         if unknown:
             raise PolicyError(

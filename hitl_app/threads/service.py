@@ -14,20 +14,21 @@ import asyncio
 import logging
 import weakref
 from collections.abc import AsyncIterator, Mapping
-from datetime import timedelta
 from typing import Any
 
 from langgraph.types import Command
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.review import MAX_MESSAGE_CHARS, AnyDecision, PendingReview, ReviewError, resume_value
+from hitl_app.review.desk_policy import ToolDesk
 from hitl_app.review.rights import Card, Person, ToolRights
 from hitl_app.review.validate import ArgsValidator, validate_partial
 from hitl_app.store import drafts, reviews, threads
 from hitl_app.store.db import Engines
-from hitl_app.store.tables import utcnow
 from hitl_app.threads.bus import RunBus, RunEvent
 from hitl_app.threads.bus_local import LocalRunBus
+from hitl_app.threads.claims import STALE_CLAIM_S, ReviewClaims
+from hitl_app.threads.desk import ReviewDesk
 from hitl_app.threads.decide import BrowserPerson, card_statuses, cards_for, log_refusal, may_view, record_decisions
 from hitl_app.threads.limits import RunLimits
 from hitl_app.threads.pairing import EndReason, answer_open_calls, open_tool_calls, was_stopped
@@ -42,21 +43,13 @@ __all__ = ["FLUSH_INTERVAL_S", "STALE_CLAIM_S", "AuditEntry", "ThreadError", "Th
 
 log = logging.getLogger("hitl_app.threads")
 
-STALE_CLAIM_S = 30.0
-"""Age in seconds after which a review claim with no live run is taken as abandoned.
-
-A claim is written before the run lease is taken, so a fresh claim may belong to a run that is
-still starting in another worker; after this long (the Redis run lease's lifetime) it cannot.
-``load`` then releases it, and the reviewer decides again: a resume nobody saw run is not replayed
-later on its own (the thread may have been opened hours after)."""
-
 TOOL_SETTLE_S = 2.0
 """Seconds a new message or Continue waits for a stopped run's tool to finish before refusing."""
 
 _STALE = "This review was already decided (the agent went on with those decisions)."
 
 
-class ThreadService:
+class ThreadService(ReviewClaims):
     """Runs and reads threads of one compiled agent.
 
     Args:
@@ -70,6 +63,7 @@ class ThreadService:
             worker, messages per minute per owner); the defaults when omitted.
         rights: tool name -> review rights from the policy (who decides, self-approval,
             approvals); a tool not named has the default (the thread's owner decides alone).
+        desks: tool name -> deadline, grants and undo window (``ReviewDesk``; none by default).
     """
 
     def __init__(
@@ -81,9 +75,11 @@ class ThreadService:
         flush_interval: float = FLUSH_INTERVAL_S,
         limits: RunLimits | None = None,
         rights: Mapping[str, ToolRights] | None = None,
+        desks: Mapping[str, ToolDesk] | None = None,
     ) -> None:
         self.graph = graph
         self.rights = dict(rights or {})
+        self.desk = ReviewDesk(self, desks)
         self.engines = engines
         self.validators = dict(validators or {})
         self.bus = bus or LocalRunBus()
@@ -124,7 +120,7 @@ class ThreadService:
         """The review's cards with the decisions drafted on them so far."""
         async with self._session() as session:
             drafted = await drafts.read_drafts(session=session, interrupt_id=review.interrupt_id)
-        return cards_for(review, owner_id, self.rights, drafted)
+        return cards_for(review, owner_id, await self.desk.rights_for(review), drafted)
 
     async def load(self, thread_id: str, *, viewer: Person | None = None, owner: str | None = None) -> ThreadView:
         """The thread as checkpointed: messages, pending review with each card's status, run
@@ -155,7 +151,9 @@ class ThreadService:
         cards = []
         if view.pending is not None:
             await self._note_review(view.pending)
-            cards = card_statuses(await self._cards(view.pending, thread_owner or str(viewer.account_id)), viewer)
+            owner_id = thread_owner or str(viewer.account_id)
+            raw_cards = await self._cards(view.pending, owner_id)
+            view, cards = await self.desk.decorate(view, raw_cards, viewer, owner_id), card_statuses(raw_cards, viewer)
         return view.model_copy(update={"cards": cards, "read_only": not is_owner})
 
     async def list_threads(self, *, owner: str | None, limit: int = 50) -> list[ThreadSummary]:
@@ -215,7 +213,7 @@ class ThreadService:
             return await self.runs.launch(thread_id, inp, "turn", owner=thread_owner)
 
     @refused_when_unavailable
-    async def submit_review(self, thread_id: str, interrupt_id: Any, decisions: Any, *, person: Person | None) -> str | None:
+    async def submit_review(self, thread_id: str, interrupt_id: Any, decisions: Any, *, person: Person | None, grants: Any = None) -> str | None:
         """Check ``person``'s decisions against the pending interrupt and the review rights, draft
         them, and resume once every card is decided; returns the run id, or None while cards wait.
 
@@ -224,6 +222,8 @@ class ThreadService:
         per person, the decision types the tool allows) and kept server-side (``store.drafts``).
         Exactly one submission resumes the run: the one that decides the last open card writes the
         claim (unique audit rows) with its drafts; a loser gets ``ReviewError(code="stale")``.
+        ``grants``: one entry per card, ``{"scope", "hours"}`` or None (``ReviewDesk.check_grants``);
+        with an undo window the run starts when it ends (None is returned; see ``ReviewDesk``).
 
         Raises:
             ReviewError: refused, nothing ran, the review stays answerable: ``forbidden`` (the
@@ -234,13 +234,13 @@ class ThreadService:
                 the review can be answered again).
         """
         try:
-            return await self._decide(thread_id, interrupt_id, decisions, person)
+            return await self._decide(thread_id, interrupt_id, decisions, person, grants)
         except (ReviewError, ThreadError) as exc:
             if isinstance(exc, ReviewError) or exc.code == "forbidden":
                 log_refusal(thread_id, interrupt_id, person, exc)
             raise
 
-    async def _decide(self, thread_id: str, interrupt_id: Any, decisions: Any, person: Person | None) -> str | None:
+    async def _decide(self, thread_id: str, interrupt_id: Any, decisions: Any, person: Person | None, grants: Any = None) -> str | None:
         """``submit_review`` without the refusal log."""
         if person is None:
             raise ThreadError("Sign in to decide reviews.", code="forbidden")
@@ -255,13 +255,15 @@ class ThreadService:
                 if not may_view(await self._cards(review, thread_owner), person, thread_owner):
                     raise ThreadError("This thread belongs to someone else.", code="forbidden")
             owner_id = thread_owner or str(person.account_id)
+            new_grants = self.desk.check_grants(review, typed, grants, person, owner_id, await self._cards(review, owner_id))
             recorded = await record_decisions(
                 session=self._session, review=review, typed=typed, person=person, owner_id=owner_id,
-                rights=self.rights, before_claim=lambda: self.runs.counter.check_start(owner_id),
+                rights=await self.desk.rights_for(review), before_claim=lambda: self.runs.counter.check_start(owner_id),
             )
             if recorded.decisions is None:
                 return None
-            run_id = await self._resume(review, recorded.decisions, owner_id)
+            if (run_id := await self.desk.resume_or_wait(review, recorded.decisions, owner_id, person, new_grants)) is None:
+                return None  # an undo window: the sweeper resumes the run when it ends
             try:  # the claim is made and the run started: a lagging sidebar index must not fail it
                 async with self._session() as session:
                     await threads.touch_thread(session=session, thread_id=thread_id, owner=owner_id, pending_review=False)
@@ -365,31 +367,3 @@ class ThreadService:
                     f"{int(STALE_CLAIM_S)} seconds: reload the thread then and decide again."
                 )
             raise ThreadError(message, code="not_started") from exc
-
-    async def _release_claim(self, interrupt_id: str) -> bool:
-        """Release the claim on ``interrupt_id``; False when the database did not answer."""
-        try:
-            async with self._session() as session:
-                await reviews.release_claim(session=session, interrupt_id=interrupt_id)
-        except Exception:  # noqa: BLE001 - ``load`` releases it once it is stale
-            log.exception("review claim not released interrupt=%s", interrupt_id)
-            return False
-        return True
-
-    async def _note_review(self, review: PendingReview) -> None:
-        """Write the review's "requested" row; release an abandoned claim on it (no live run, older
-        than ``STALE_CLAIM_S``), re-checked under the thread lock against the checkpoint."""
-        thread_id = review.thread_id
-        async with self._session() as session:
-            await reviews.record_review_requested(session=session, review=review)
-            if await self.is_running(thread_id) or not await reviews.is_claimed(session=session, interrupt_id=review.interrupt_id):
-                return
-        async with self._lock(thread_id):
-            current = (await self._read(thread_id)).pending
-            if await self.is_running(thread_id) or current is None or current.interrupt_id != review.interrupt_id:
-                return
-            cutoff = utcnow() - timedelta(seconds=STALE_CLAIM_S)
-            async with self._session() as session:
-                released = await reviews.release_claim(session=session, interrupt_id=review.interrupt_id, claimed_before=cutoff)
-        if released:
-            log.warning("released an abandoned review claim thread=%s interrupt=%s", thread_id, review.interrupt_id)

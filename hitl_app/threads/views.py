@@ -14,6 +14,7 @@ from pydantic import BaseModel
 
 from hitl_app.review.tool_messages import Edited, Plain, Rejected, Responded, Stopped, read_tool_message
 from hitl_app.review.types import PendingReview, describe_interrupt, parse_hitl_request
+from hitl_app.threads.desk_view import DeskView
 from hitl_app.threads.errors import describe_error_text, describe_run_error
 
 Outcome = Literal["executed", "edited", "rejected", "answered", "error", "stopped"]
@@ -88,6 +89,7 @@ class ThreadView(BaseModel):
     checkpoint_id: str | None = None
     cards: list[CardStatus] = []
     read_only: bool = False
+    desk: DeskView | None = None
 
 
 def _tool_outcome(msg: ToolMessage) -> tuple[Outcome, dict[str, Any] | None, str]:

@@ -108,7 +108,10 @@ def humanize_wait(seconds: float) -> str:
 
 
 def audit_line(entry: AuditEntry) -> str:
-    """E.g. ``"edited by Dana, 14:03 UTC, waited 2 min"``."""
+    """E.g. ``"edited by Dana, 14:03 UTC, waited 2 min"``; a grant's or a deadline's own line
+    (``"approved by grant: this tool in this thread, by Dana, until 15:00 UTC"``)."""
+    if entry.via and entry.message:
+        return entry.message
     verb = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "answered"}.get(
         entry.decision_type, entry.decision_type
     )

@@ -1,0 +1,124 @@
+"""Grants checked before a review is raised: a call a grant covers runs without a card.
+
+``GrantGate`` is an ``AgentMiddleware`` whose async ``after_model`` hook runs just before
+``HumanInTheLoopMiddleware.after_model`` (list it AFTER the HITL middleware: create_agent runs
+after_model hooks in reverse list order). For every call of the last model message that would
+pause for review (its tool is in ``interrupt_on``, it has no answer yet, and the rule's condition
+says it needs one), it asks ``check(thread_id, owner, tool_call)``; a call a grant covers gets
+the grant's line in graph state (``GRANTED_KEY``, checkpointed, private), and the HITL ``when``
+(wrapped by ``skip_granted_calls``) then says no review, when the review is raised and when the
+run resumes. The check itself (find the grant, write the audit record, count the use) belongs to
+the caller (``hitl_app.threads.grant_check``): agent/ knows nothing of the app's database.
+
+The sync ``after_model`` checks nothing (the app runs agents async); a failing check counts as
+"no grant", so the call gets a card.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Annotated, Any, NotRequired
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, InterruptOnConfig
+from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.messages import AIMessage, ToolMessage
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from hitl_app.agent.policy import REVIEW_NEED_KEY, PolicyCondition
+
+log = logging.getLogger("hitl_app.agent")
+
+GRANTED_KEY = "hitl_granted"
+"""Graph state key: ``{tool_call_id: "approved by grant: ..."}`` for the last model message."""
+
+GrantCheck = Callable[[str, str, Mapping[str, Any]], Awaitable[str | None]]
+"""``(thread_id, owner, tool_call) -> the grant's line, or None``; records the use when it answers."""
+
+
+class _GrantState(AgentState):
+    hitl_granted: NotRequired[Annotated[dict[str, str], PrivateStateAttr]]
+
+
+class GrantGate(AgentMiddleware):
+    """Marks the calls a grant covers so the HITL middleware lets them run (see the module).
+
+    Args:
+        interrupt_on: the HITL mapping (tool -> config; a tool missing never pauses anyway).
+        check: the grant check (``GrantCheck``).
+    """
+
+    state_schema = _GrantState  # type: ignore[assignment]
+
+    def __init__(self, interrupt_on: Mapping[str, Any], check: GrantCheck) -> None:
+        super().__init__()
+        self.interrupt_on = dict(interrupt_on)
+        self.check = check
+
+    def after_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        """Sync runs check no grants (every reviewed call gets its card)."""
+        return None
+
+    async def aafter_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        """Returns ``{GRANTED_KEY: {tool_call_id: line}}`` for the last model message, or None."""
+        messages = state["messages"]
+        last_at = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), None)
+        if last_at is None:
+            return None
+        last = messages[last_at]
+        answered = {m.tool_call_id for m in messages[last_at + 1:] if isinstance(m, ToolMessage)}
+        known: Mapping[str, str] = state.get(GRANTED_KEY) or {}
+        memo: Mapping[str, bool] = state.get(REVIEW_NEED_KEY) or {}
+        configurable = (get_config().get("configurable") or {})
+        thread_id, owner = str(configurable.get("thread_id") or ""), str(configurable.get("owner") or "")
+        granted: dict[str, str] = {}
+        for call in last.tool_calls:
+            call_id = call.get("id")
+            if not call_id or call_id in answered or not self._reviewed(call, memo):
+                continue
+            if call_id in known:
+                granted[call_id] = known[call_id]
+                continue
+            try:
+                line = await self.check(thread_id, owner, call)
+            except Exception:  # noqa: BLE001 - no answer from the grants: a person decides
+                log.exception("grant check failed thread=%s tool=%s; the call gets a card", thread_id, call["name"])
+                line = None
+            if line:
+                granted[call_id] = line
+        if not granted and not known:
+            return None
+        return {GRANTED_KEY: granted}
+
+    def _reviewed(self, call: Mapping[str, Any], memo: Mapping[str, bool]) -> bool:
+        """True when the policy would raise a card for ``call``."""
+        config = self.interrupt_on.get(call["name"])
+        if not config:
+            return False
+        when = config.get("when") if isinstance(config, Mapping) else None
+        if isinstance(when, PolicyCondition):
+            return bool(memo.get(call["id"], when.evaluate(call.get("args") or {})))
+        return True
+
+
+def skip_granted_calls(interrupt_on: Mapping[str, InterruptOnConfig]) -> dict[str, InterruptOnConfig]:
+    """A copy of ``interrupt_on`` whose ``when`` is False for the calls ``GrantGate`` marked."""
+
+    def wrap(when: Callable[[Any], bool] | None) -> Callable[[Any], bool]:
+        def guarded(request: Any) -> bool:
+            state = getattr(request, "state", None)
+            granted = state.get(GRANTED_KEY) if isinstance(state, Mapping) else None
+            if isinstance(granted, Mapping) and request.tool_call.get("id") in granted:
+                return False
+            return True if when is None else bool(when(request))
+
+        return guarded
+
+    out: dict[str, InterruptOnConfig] = {}
+    for name, config in interrupt_on.items():
+        if isinstance(config, Mapping):
+            out[name] = {**config, "when": wrap(config.get("when"))}  # type: ignore[typeddict-item]
+        else:
+            out[name] = config
+    return out

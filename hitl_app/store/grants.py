@@ -1,0 +1,142 @@
+"""Grants in the app database: make, find the one covering a call, use it (audited), list, revoke.
+
+Keyword-only functions taking an ``AsyncSession``; the writers commit. Matching itself is
+``hitl_app.review.grants.covers`` (pure); here the candidate rows are read and the use recorded.
+
+Using a grant writes one ``AuditRecord`` for the call (``via = "grant:<id>"``, the grant's maker
+as reviewer, the line "approved by grant: ...") under a key derived from the tool call id, so a
+replayed check of the same call records it once and counts it once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import or_, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from hitl_app.review.grants import GrantRequest, args_hash, covers, grant_note
+from hitl_app.store.desk_tables import GrantRecord
+from hitl_app.store.tables import AuditRecord, utcnow
+
+
+@dataclass(frozen=True)
+class NewGrant:
+    """A grant to write: made on ``interrupt_id`` for the call ``tool``/``args`` in ``thread_id``
+    (owned by ``owner_id``), by the person ``by_id``/``by_name``/``by_role``."""
+
+    request: GrantRequest
+    tool: str
+    args: Mapping[str, Any]
+    thread_id: str
+    owner_id: str
+    owner_name: str
+    by_id: str
+    by_name: str
+    by_role: str
+    interrupt_id: str
+
+
+async def create_grants(*, session: AsyncSession, grants: Sequence[NewGrant], now: datetime | None = None) -> list[int]:
+    """Write ``grants``; commits. Returns their ids."""
+    now = now or utcnow()
+    rows = [
+        GrantRecord(
+            scope=g.request.scope, tool=g.tool, thread_id=None if g.request.scope == "person" else g.thread_id,
+            owner_id=g.owner_id, owner_name=g.owner_name[:100],
+            args_hash=args_hash(g.args) if g.request.scope == "call" else None,
+            args=dict(g.args) if g.request.scope == "call" else None,
+            granted_by_id=g.by_id[:100], granted_by_name=g.by_name[:100] or "anonymous", granted_by_role=g.by_role[:20],
+            interrupt_id=g.interrupt_id, created_at=now, expires_at=now + timedelta(hours=g.request.hours),
+        )
+        for g in grants
+    ]
+    session.add_all(rows)
+    await session.commit()
+    return [r.id for r in rows if r.id is not None]
+
+
+async def find_grant(
+    *, session: AsyncSession, thread_id: str, owner_id: str, tool: str, args: Mapping[str, Any] | None, now: datetime
+) -> GrantRecord | None:
+    """The active grant covering the call (the narrowest scope, then the newest), or None."""
+    stmt = select(GrantRecord).where(
+        col(GrantRecord.tool) == tool, col(GrantRecord.revoked_at).is_(None), col(GrantRecord.expires_at) > now,
+        or_(col(GrantRecord.thread_id) == thread_id, col(GrantRecord.owner_id) == owner_id),
+    )
+    rows = [g for g in (await session.exec(stmt)).all() if covers(g, thread_id=thread_id, owner_id=owner_id, tool=tool, args=args, now=now)]
+    rank = {"call": 0, "thread": 1, "person": 2}
+    rows.sort(key=lambda g: (rank.get(g.scope, 3), -(g.id or 0)))
+    return rows[0] if rows else None
+
+
+def grant_audit_key(thread_id: str, tool_call_id: str) -> str:
+    """The audit ``interrupt_id`` of a grant's auto-approval of one call (unique per call)."""
+    return "grant:" + hashlib.sha256(f"{thread_id}\x00{tool_call_id}".encode()).hexdigest()[:40]
+
+
+async def use_grant(
+    *, session: AsyncSession, grant: GrantRecord, thread_id: str, tool_call_id: str, args: Mapping[str, Any], now: datetime
+) -> str:
+    """Record that ``grant`` approved the call: its audit row and one more use; commits.
+
+    Returns the line to show under the call. A second use for the same call id records nothing.
+    """
+    note = grant_note(grant.scope, grant.granted_by_name, grant.expires_at, now, grant.owner_name)
+    session.add(AuditRecord(
+        thread_id=thread_id, interrupt_id=grant_audit_key(thread_id, tool_call_id), action_index=0,
+        tool_call_id=tool_call_id, tool_name=grant.tool, decision_type="approve", args_proposed=dict(args),
+        args_executed=dict(args), message=note, reviewer=grant.granted_by_name, reviewer_id=grant.granted_by_id,
+        reviewer_role=grant.granted_by_role or None, requested_at=now, decided_at=now, waited_seconds=0.0,
+        via=f"grant:{grant.id}",
+    ))
+    try:
+        await session.commit()
+    except IntegrityError:  # this call was approved by a grant already (a replayed check)
+        await session.rollback()
+        return note
+    await session.exec(  # type: ignore[call-overload]
+        update(GrantRecord).where(col(GrantRecord.id) == grant.id)
+        .values(uses=GrantRecord.uses + 1, last_used_at=now)
+    )
+    await session.commit()
+    return note
+
+
+async def list_grants(*, session: AsyncSession, account_id: str | None, limit: int = 200) -> list[GrantRecord]:
+    """Grants made by ``account_id`` or covering its threads (all of them for ``None``: an
+    admin), newest first."""
+    stmt = select(GrantRecord).order_by(col(GrantRecord.created_at).desc()).limit(limit)
+    if account_id is not None:
+        stmt = stmt.where(or_(col(GrantRecord.granted_by_id) == account_id, col(GrantRecord.owner_id) == account_id))
+    return list((await session.exec(stmt)).all())
+
+
+async def revoke_grant(*, session: AsyncSession, grant_id: int, by: str, now: datetime | None = None) -> bool:
+    """Revoke an active grant; commits. False when it was revoked already or does not exist."""
+    result = await session.exec(  # type: ignore[call-overload]
+        update(GrantRecord).where(col(GrantRecord.id) == grant_id, col(GrantRecord.revoked_at).is_(None))
+        .values(revoked_at=now or utcnow(), revoked_by=by[:100])
+    )
+    await session.commit()
+    return bool(result.rowcount)
+
+
+async def get_grant(*, session: AsyncSession, grant_id: int) -> GrantRecord | None:
+    """One grant by id."""
+    return await session.get(GrantRecord, grant_id)
+
+
+async def drop_grants_of(*, session: AsyncSession, interrupt_id: str) -> int:
+    """Delete the unused grants made on ``interrupt_id`` (its submission was undone); commits."""
+    rows = (await session.exec(select(GrantRecord).where(col(GrantRecord.interrupt_id) == interrupt_id))).all()
+    for row in rows:
+        await session.delete(row)
+    await session.commit()
+    return len(rows)

@@ -1,0 +1,64 @@
+"""The review claim's upkeep for ``ThreadService``: the "requested" row, releasing a claim.
+
+A mixin: ``ThreadService`` gives it ``_session``, ``_lock``, ``_read``, ``is_running`` and ``desk``.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from hitl_app.review import PendingReview
+from hitl_app.store import reviews
+from hitl_app.store.tables import utcnow
+
+log = logging.getLogger("hitl_app.threads")
+
+STALE_CLAIM_S = 30.0
+"""Age in seconds after which a review claim with no live run is taken as abandoned.
+
+A claim is written before the run lease is taken, so a fresh claim may belong to a run that is
+still starting in another worker; after this long (the Redis run lease's lifetime) it cannot.
+``load`` then releases it, and the reviewer decides again: a resume nobody saw run is not replayed
+later on its own (the thread may have been opened hours after)."""
+
+
+class ReviewClaims:
+    """Releasing review claims (see ``STALE_CLAIM_S``); mixed into ``ThreadService``."""
+
+    _session: Any
+    _lock: Any
+    _read: Any
+    is_running: Any
+    desk: Any
+
+    async def _release_claim(self, interrupt_id: str) -> bool:
+        """Release the claim on ``interrupt_id``; False when the database did not answer."""
+        try:
+            async with self._session() as session:
+                await reviews.release_claim(session=session, interrupt_id=interrupt_id)
+        except Exception:  # noqa: BLE001 - ``load`` releases it once it is stale
+            log.exception("review claim not released interrupt=%s", interrupt_id)
+            return False
+        return True
+
+    async def _note_review(self, review: PendingReview) -> None:
+        """Write the review's "requested" row; release an abandoned claim on it (no live run, older
+        than ``STALE_CLAIM_S``), re-checked under the thread lock against the checkpoint."""
+        thread_id = review.thread_id
+        async with self._session() as session:
+            await reviews.record_review_requested(session=session, review=review)
+            if await self.is_running(thread_id) or not await reviews.is_claimed(session=session, interrupt_id=review.interrupt_id):
+                return
+        if await self.desk.holds(review.interrupt_id):  # an undo window: the claim is not abandoned
+            return
+        async with self._lock(thread_id):
+            current = (await self._read(thread_id)).pending
+            if await self.is_running(thread_id) or current is None or current.interrupt_id != review.interrupt_id:
+                return
+            cutoff = utcnow() - timedelta(seconds=STALE_CLAIM_S)
+            async with self._session() as session:
+                released = await reviews.release_claim(session=session, interrupt_id=review.interrupt_id, claimed_before=cutoff)
+        if released:
+            log.warning("released an abandoned review claim thread=%s interrupt=%s", thread_id, review.interrupt_id)
