@@ -18,6 +18,9 @@ from hitl_app.logsafe import log_frontend_report, quiet_noisy_loggers
 from hitl_app.runtime import open_runtime
 from hitl_app.ui.audit_state import AuditState
 from hitl_app.ui.components.audit import audit_page
+from hitl_app.ui.components.desk_pages import grants_page, metrics_page
+from hitl_app.ui.desk_pages_state import GrantsState, MetricsState
+from hitl_app.ui.desk_state import COUNTDOWN_JS_SRC
 from hitl_app.ui.debug_hooks import probe_routes
 from hitl_app.ui.pages import index, thread_page
 from hitl_app.ui.state import ChatState, IndexState
@@ -70,7 +73,7 @@ def with_security_headers(asgi_app):
 # plain <script src> in the document head (pre-rendered, so they run before the app's code and
 # before any server call can use them)
 app = rx.App(
-    head_components=[rx.el.script(src=LIVE_JS_SRC), rx.el.script(src=STICK_TO_BOTTOM_JS_SRC)],
+    head_components=[rx.el.script(src=LIVE_JS_SRC), rx.el.script(src=STICK_TO_BOTTOM_JS_SRC), rx.el.script(src=COUNTDOWN_JS_SRC)],
     frontend_exception_handler=frontend_exception_handler,
     # the test-only probe routes (HITL_TEST_HOOKS=1) sit inside the security headers
     api_transformer=[t for t in (probe_routes(), with_security_headers) if t is not None],
@@ -79,4 +82,6 @@ app.register_lifespan_task(lifespan)
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
 app.add_page(thread_page, route="/thread/[thread_id]", on_load=ChatState.load_thread, title="hitl_app · chat")
 app.add_page(audit_page, route="/audit", on_load=AuditState.load, title="hitl_app · audit")
+app.add_page(grants_page, route="/grants", on_load=GrantsState.load, title="hitl_app · grants")
+app.add_page(metrics_page, route="/metrics", on_load=MetricsState.load, title="hitl_app · metrics")
 register_test_pages(app)  # /test/editor, only when HITL_TEST_HOOKS=1

@@ -5,6 +5,8 @@ from __future__ import annotations
 import reflex as rx
 
 from hitl_app.review.types import MAX_PASTE_CHARS
+from hitl_app.ui.components.desk import card_deadline, card_grant, undo_bar
+from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui import theme
 from hitl_app.ui.rows import ArgRow, CardRow
 from hitl_app.ui.state import ReviewState
@@ -85,6 +87,7 @@ def approval_card(card: CardRow) -> rx.Component:
                 align="center",
             ),
             rx.text(card.description, weight="medium", data_testid="card-description", style={"overflowWrap": "anywhere"}),
+            card_deadline(),
             rx.cond(
                 card.args.length() > 0,
                 rx.table.root(rx.table.body(rx.foreach(card.args, _arg_row)), size="1", width="100%", variant="ghost"),
@@ -134,6 +137,7 @@ def approval_card(card: CardRow) -> rx.Component:
                 spacing="2",
                 wrap="wrap",
             ),
+            card_grant(card),
             rx.cond(card.error != "", rx.text(card.error, color=theme.ERROR_COLOR, size="2", data_testid="card-error")),
             spacing="2",
             width="100%",
@@ -160,7 +164,7 @@ def review_panel() -> rx.Component:
 
 
 def _cards_panel() -> rx.Component:
-    return rx.cond(
+    return rx.cond(DeskState.undo_ms > 0, undo_bar(), rx.cond(
         ReviewState.cards.length() > 0,
         rx.vstack(
             rx.hstack(
@@ -182,4 +186,4 @@ def _cards_panel() -> rx.Component:
             width="100%",
             data_testid="review-panel",
         ),
-    )
+    ))

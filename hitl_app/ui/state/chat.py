@@ -19,6 +19,7 @@ from hitl_app.review import MAX_MESSAGE_CHARS
 from hitl_app.runtime import get_service
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import ThreadView
+from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, message_rows
 from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, closing, live_script
 from hitl_app.ui.state.session import SessionState, ask_identity
@@ -114,7 +115,9 @@ class ChatState(SessionState):
             self.notice = ""
         review_error = _first_line(view.error) if status == "review" and view.error else None
         self.read_only = view.read_only
-        (await self._review_state())._show(view.pending, statuses=view.cards, error=review_error)
+        waiting = view.desk is not None and view.desk.undo_until is not None  # an undo window: the cards stay as decided
+        (await self._review_state())._show(view.pending, statuses=None if waiting else view.cards, error=review_error)
+        (await self.get_state(DeskState))._show(view.desk, view.pending.interrupt_id if view.pending else "")
 
     def _show_rows(self, rows: list[MessageRow]) -> None:
         """Keep the window: rows from ``_start`` on (new rows append below; earlier ones on request)."""

@@ -19,6 +19,7 @@ from hitl_app.runtime import get_service
 from hitl_app.threads.decide import BrowserPerson
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import CardStatus
+from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui.rows import CardRow, apply_status, card_rows
 from hitl_app.ui.state.chat import ChatState
 from hitl_app.ui.state.session import SessionState, ask_identity
@@ -267,7 +268,8 @@ class ReviewState(SessionState):
         service = get_service()
         person = self._person()
         try:
-            run_id = await service.submit_review(chat.tid, self.interrupt_id, decisions, person=person)
+            grants = (await self.get_state(DeskState))._grants()
+            run_id = await service.submit_review(chat.tid, self.interrupt_id, decisions, person=person, grants=grants)
         except ReviewError as exc:
             return await self._refused(chat, exc)
         except ThreadError as exc:

@@ -1,0 +1,113 @@
+"""Review metrics for the Metrics page: reviews per day, waited time, outcomes per tool.
+
+Read from the audit records of a period (``AuditRecord``: one row per decided card). A review is
+one interrupt; its waited time is the longest of its rows' ``waited_seconds`` (the cards are
+decided together). Outcomes per tool: ``approve``, ``edit``, ``reject``, ``respond``, ``expired``
+(``via = "deadline"``) and ``granted`` (``via = "grant:<id>"``: approved by a grant, no card).
+
+Who sees what: admins and reviewers every thread; a member is refused; a browser-only person
+(before sign-in exists) sees its own threads only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from hitl_app.review.rights import Person
+from hitl_app.store.tables import AuditRecord, ThreadRecord, utcnow
+from hitl_app.threads.types import ThreadError
+
+OUTCOMES: tuple[str, ...] = ("approve", "edit", "reject", "respond", "expired", "granted")
+"""The outcome columns, in display order."""
+
+PERIOD_DAYS: tuple[int, ...] = (7, 30, 90)
+"""The periods the page offers, in days."""
+
+
+@dataclass
+class Metrics:
+    """The numbers of one period.
+
+    Attributes:
+        days: ``[{"day": "2025-05-03", "reviews": 4}]``, one entry per day of the period, oldest first.
+        median_wait_s / p95_wait_s: waited time of the period's reviews, in seconds (0 when none).
+        reviews: how many reviews were decided (grants excluded: they had no card).
+        per_tool: ``[{"tool": "send_email", "approve": 3, ..., "granted": 1}]``, busiest first.
+    """
+
+    days: list[dict[str, int | str]] = field(default_factory=list)
+    median_wait_s: float = 0.0
+    p95_wait_s: float = 0.0
+    reviews: int = 0
+    per_tool: list[dict[str, int | str]] = field(default_factory=list)
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile (0..1) by the nearest-rank method; 0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return float(ordered[rank - 1])
+
+
+def outcome_of(row: AuditRecord) -> str:
+    """The row's outcome column (see ``OUTCOMES``)."""
+    if row.via and row.via.startswith("grant:"):
+        return "granted"
+    if row.via == "deadline":
+        return "expired"
+    return row.decision_type
+
+
+def compute(rows: Sequence[AuditRecord], since: datetime, until: datetime) -> Metrics:
+    """The metrics of ``rows`` (decided within ``since``..``until``, aware UTC)."""
+    waited: dict[str, float] = {}
+    day_of: dict[str, str] = {}
+    tools: dict[str, Counter[str]] = defaultdict(Counter)
+    for row in rows:
+        outcome = outcome_of(row)
+        tools[row.tool_name][outcome] += 1
+        if outcome == "granted":
+            continue
+        waited[row.interrupt_id] = max(waited.get(row.interrupt_id, 0.0), row.waited_seconds)
+        day_of[row.interrupt_id] = row.decided_at.date().isoformat()
+    per_day = Counter(day_of.values())
+    days, day = [], since.date()
+    while day <= until.date():
+        days.append({"day": day.isoformat(), "reviews": per_day.get(day.isoformat(), 0)})
+        day += timedelta(days=1)
+    per_tool = [{"tool": tool, **{o: counts.get(o, 0) for o in OUTCOMES}} for tool, counts in tools.items()]
+    per_tool.sort(key=lambda r: (-sum(int(r[o]) for o in OUTCOMES), str(r["tool"])))
+    values = list(waited.values())
+    return Metrics(days, percentile(values, 0.5), percentile(values, 0.95), len(values), per_tool)
+
+
+async def review_metrics(*, session: AsyncSession, person: Person, days: int, now: datetime | None = None) -> Metrics:
+    """The metrics of the last ``days`` days that ``person`` may see.
+
+    Raises:
+        ThreadError: ``forbidden`` for a member (admins and reviewers only); ``bad_request`` for a
+            period not in ``PERIOD_DAYS``.
+    """
+    if days not in PERIOD_DAYS:
+        raise ThreadError(f"Pick a period of {', '.join(map(str, PERIOD_DAYS))} days.", code="bad_request")
+    role = str(person.role)
+    browser_only = not isinstance(person.account_id, int)
+    if role not in ("reviewer", "admin") and not browser_only:
+        raise ThreadError("Review metrics are for reviewers and admins.", code="forbidden")
+    now = now or utcnow()
+    since = (now - timedelta(days=days - 1)).replace(hour=0, minute=0, second=0, microsecond=0)
+    stmt = select(AuditRecord).where(col(AuditRecord.decided_at) >= since, col(AuditRecord.decided_at) <= now)
+    if browser_only:
+        mine = select(ThreadRecord.thread_id).where(col(ThreadRecord.owner) == str(person.account_id))
+        stmt = stmt.where(col(AuditRecord.thread_id).in_(mine))
+    rows = list((await session.exec(stmt)).all())
+    return compute(rows, since, now)

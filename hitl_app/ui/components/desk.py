@@ -1,0 +1,87 @@
+"""The review desk's small parts of an approval card and of the review panel.
+
+``card_deadline`` (time left, test id ``deadline``), ``card_grant`` (the "always allow" choice
+next to an approval, test id ``grant-scope``) and ``undo_bar`` (``"Running in 10 s · Undo"``,
+test id ``undo``). Kept apart from the card itself (``approval_card``), which shows them.
+"""
+
+from __future__ import annotations
+
+import reflex as rx
+
+from hitl_app.ui import theme
+from hitl_app.ui.desk_state import NO_GRANT, DeskState
+from hitl_app.ui.rows import CardRow
+
+
+def _countdown(due, before: str, done: str, testid: str) -> rx.Component:
+    """A span the page's countdown ticker fills (``assets/js/countdown.js``)."""
+    return rx.el.span(
+        custom_attrs={
+            "data-countdown-due": due, "data-server-now": DeskState.server_now_ms,
+            "data-countdown-before": before, "data-countdown-done": done, "data-testid": testid,
+        },
+        aria_live="polite",
+    )
+
+
+def card_deadline() -> rx.Component:
+    """The review's time left ("Rejected by policy in 14:32 min"), or that it was escalated."""
+    return rx.fragment(
+        rx.cond(
+            DeskState.deadline_ms > 0,
+            rx.hstack(
+                rx.icon("timer", size=14, color="var(--amber-11)"),
+                rx.text(
+                    _countdown(DeskState.deadline_ms, DeskState.deadline_before, "Time is up: the policy decides now", "deadline-left"),
+                    size="2", color="var(--amber-11)", weight="medium",
+                ),
+                spacing="2", align="center", data_testid="deadline",
+            ),
+        ),
+        rx.cond(
+            DeskState.escalated_note != "",
+            rx.hstack(rx.icon("arrow-up-right", size=14, color="var(--amber-11)"),
+                      rx.text(DeskState.escalated_note, size="2", color="var(--amber-11)"),
+                      spacing="2", align="center", data_testid="deadline"),
+        ),
+    )
+
+
+def card_grant(card: CardRow) -> rx.Component:
+    """Beside an approval: approve once, or also allow matching calls without asking."""
+    options = DeskState.grant_options[card.index]
+    return rx.cond(
+        (card.choice == "approve") & (options.length() > 0),
+        rx.el.select(
+            rx.el.option("Approve just this once", value=NO_GRANT),
+            rx.foreach(options, lambda o: rx.el.option(o[1], value=o[0])),
+            value=DeskState.grant_choice[card.index],
+            on_change=lambda value: DeskState.set_grant(card.index, value),
+            aria_label="Also allow without asking",
+            data_testid="grant-scope",
+            style={"width": "100%", "padding": "6px 8px", "borderRadius": "6px", "border": "1px solid var(--gray-7)",
+                   "background": "var(--color-panel-solid)", "color": "var(--gray-12)", "fontSize": "14px"},
+        ),
+        rx.cond(
+            (card.choice == "approve") & (DeskState.grant_notes[card.index] != ""),
+            rx.text(DeskState.grant_notes[card.index], size="1", color=theme.MUTED, data_testid="grant-note"),
+        ),
+    )
+
+
+def undo_bar() -> rx.Component:
+    """After Submit with an undo window: "Running in 10 s · Undo"."""
+    return rx.callout.root(
+        rx.hstack(
+            rx.icon("hourglass", size=16),
+            rx.text(_countdown(DeskState.undo_ms, "Running in ", "Starting now…", "undo-left"), size="3", weight="medium"),
+            rx.text("·", color=theme.MUTED),
+            rx.button("Undo", on_click=DeskState.undo, size="2", variant="solid", color_scheme="amber", data_testid="undo-button"),
+            rx.spacer(),
+            rx.text("submitted by ", DeskState.undo_by, size="1", color=theme.MUTED),
+            align="center", spacing="3", width="100%", wrap="wrap",
+        ),
+        rx.cond(DeskState.undo_error != "", rx.text(DeskState.undo_error, size="2", color=theme.ERROR_COLOR)),
+        color_scheme="amber", width="100%", data_testid="undo",
+    )

@@ -1,0 +1,99 @@
+"""State of the Grants page (``/grants``) and the Metrics page (``/metrics``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import reflex as rx
+
+from hitl_app.runtime import get_runtime
+from hitl_app.threads.decide import BrowserPerson
+from hitl_app.threads.metrics import OUTCOMES, PERIOD_DAYS, review_metrics
+from hitl_app.threads.types import ThreadError
+from hitl_app.ui.rows import humanize_wait
+from hitl_app.ui.state.session import SessionState
+
+
+def _when(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if value is not None else "—"
+
+
+class GrantsState(SessionState):
+    """The grants this person made or that cover their threads; Revoke."""
+
+    rows: list[dict[str, Any]] = []
+    error: str = ""
+
+    def _person(self) -> BrowserPerson:
+        return BrowserPerson(self.browser_id, self.reviewer or "anonymous")
+
+    @rx.event
+    async def load(self):
+        """Read the grants (the server decides which this person sees)."""
+        if not self.browser_id:
+            self._ensure_identity()
+        rows = await get_runtime().service.desk.list_grants(self._person())
+        self.rows = [
+            {
+                "id": r.id, "granted_by": r.granted_by, "scope": r.scope, "tool": r.tool, "args": r.args,
+                "thread": r.thread_id[:8], "thread_id": r.thread_id, "made": _when(r.made), "ends": _when(r.ends),
+                "uses": r.uses, "status": r.status, "can_revoke": r.can_revoke,
+                "revoked": f"revoked by {r.revoked_by} {_when(r.revoked_at)}" if r.revoked_at else "",
+            }
+            for r in rows
+        ]
+
+    @rx.event
+    async def revoke(self, grant_id: int):
+        """Revoke a grant (the server checks who may); the list is read again."""
+        try:
+            await get_runtime().service.desk.revoke(grant_id, self._person())
+            self.error = ""
+        except ThreadError as exc:
+            self.error = exc.message
+        return GrantsState.load
+
+    @rx.var
+    def count_label(self) -> str:
+        """"2 active of 5 grants"."""
+        active = sum(1 for r in self.rows if r.get("status") == "active")
+        return f"{active} active of {len(self.rows)} grant{'s' if len(self.rows) != 1 else ''}"
+
+
+class MetricsState(SessionState):
+    """Review metrics over a chosen period."""
+
+    period: str = "30"
+    days: list[dict[str, Any]] = []
+    per_tool: list[dict[str, Any]] = []
+    median: str = "—"
+    p95: str = "—"
+    reviews: int = 0
+    error: str = ""
+    outcomes: list[str] = list(OUTCOMES)
+    periods: list[str] = [str(d) for d in PERIOD_DAYS]
+
+    @rx.event
+    async def load(self):
+        """Read the metrics of the period (reviewers and admins; the server refuses others)."""
+        if not self.browser_id:
+            self._ensure_identity()
+        person = BrowserPerson(self.browser_id, self.reviewer or "anonymous")
+        runtime = get_runtime()
+        try:
+            async with runtime.service._session() as session:
+                m = await review_metrics(session=session, person=person, days=int(self.period))
+        except (ThreadError, ValueError) as exc:
+            self.error = getattr(exc, "message", "Pick a period.")
+            return
+        self.error = ""
+        self.days = [{"day": str(d["day"])[5:], "reviews": d["reviews"]} for d in m.days]
+        self.per_tool = m.per_tool
+        self.median, self.p95 = humanize_wait(m.median_wait_s), humanize_wait(m.p95_wait_s)
+        self.reviews = m.reviews
+
+    @rx.event
+    async def set_period(self, value: str):
+        """Choose the period (7, 30 or 90 days) and read again."""
+        self.period = value if value in self.periods else "30"
+        return MetricsState.load

@@ -1,0 +1,115 @@
+"""State of the review desk on the chat page: the deadline countdown, grant choices, Undo.
+
+Filled from ``ThreadView.desk`` each time the chat shows a view (``ChatState._apply_view``). The
+countdowns tick in the page (``assets/js/countdown.js``) from the server's times: ``*_ms`` are
+epoch milliseconds of the server clock, ``server_now_ms`` when the view was read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import reflex as rx
+
+from hitl_app.review.grants import GrantError, GrantRequest
+from hitl_app.runtime import get_service
+from hitl_app.threads.decide import BrowserPerson
+from hitl_app.threads.desk_view import DeskView
+from hitl_app.threads.types import ThreadError
+from hitl_app.ui.state.session import SessionState
+
+COUNTDOWN_JS_SRC = "/js/countdown.js"
+"""Defines the page's countdown ticker (loaded in the page head)."""
+
+NO_GRANT = "none"
+"""The grant select's value meaning "just approve this once"."""
+
+GRANT_CHOICES: dict[str, list[tuple[str, str]]] = {
+    "call": [("call:24", "Always allow this exact call in this thread (1 day)")],
+    "thread": [("thread:24", "Always allow this tool in this thread (1 day)")],
+    "person": [("person:1", "Always allow this tool in all my threads for 1 hour"),
+               ("person:24", "Always allow this tool in all my threads for 1 day")],
+}
+"""Select options per scope the server offers: ``value`` is ``"<scope>:<hours>"``."""
+
+
+def _ms(value: Any) -> int:
+    return int(value.timestamp() * 1000) if value is not None else 0
+
+
+def grant_payload(choice: str) -> dict[str, Any] | None:
+    """``"thread:24"`` -> ``{"scope": "thread", "hours": 24}``; ``"none"``/junk -> None."""
+    scope, _, hours = (choice or "").partition(":")
+    try:
+        return {"scope": scope, "hours": int(hours)} if GrantRequest.parse({"scope": scope, "hours": int(hours)}) else None
+    except (GrantError, ValueError):
+        return None
+
+
+class DeskState(SessionState):
+    """The desk's part of the open review (see the module)."""
+
+    deadline_ms: int = 0
+    server_now_ms: int = 0
+    deadline_before: str = ""
+    escalated_note: str = ""
+    undo_ms: int = 0
+    undo_by: str = ""
+    undo_error: str = ""
+    grant_options: list[list[list[str]]] = []
+    grant_notes: list[str] = []
+    grant_choice: list[str] = []
+    _interrupt_id: str = ""
+
+    def _show(self, desk: DeskView | None, interrupt_id: str) -> None:
+        """Show ``desk`` (None: no review). Private: not callable from the browser."""
+        if desk is None:
+            self.deadline_ms = self.undo_ms = 0
+            self.grant_options, self.grant_notes, self.grant_choice = [], [], []
+            self.escalated_note = self.undo_error = ""
+            self._interrupt_id = ""
+            return
+        self.server_now_ms = _ms(desk.server_now)
+        self.deadline_ms = _ms(desk.deadline_at) if not desk.escalated_to else 0
+        self.deadline_before = (
+            f"Goes to the {desk.escalate_to}s in " if desk.on_timeout == "escalate" else "Rejected by policy in "
+        )
+        self.escalated_note = (
+            f"Past its deadline: the {desk.escalated_to}s may decide it now." if desk.escalated_to else ""
+        )
+        self.undo_ms, self.undo_by = _ms(desk.undo_until), desk.undo_by
+        self.grant_options = [[[v, label] for s in scopes for v, label in GRANT_CHOICES.get(s, [])] for scopes in desk.grant_scopes]
+        self.grant_notes = list(desk.grant_notes)
+        if interrupt_id != self._interrupt_id or len(self.grant_choice) != len(desk.grant_scopes):
+            self.grant_choice = [NO_GRANT] * len(desk.grant_scopes)
+            self._interrupt_id = interrupt_id
+
+    def _grants(self) -> list[dict[str, Any] | None] | None:
+        """The grant requests to send with the decisions (None when no card asks for one)."""
+        grants = [grant_payload(c) for c in self.grant_choice]
+        return grants if any(grants) else None
+
+    @rx.event
+    def set_grant(self, index: int, value: str) -> None:
+        """Pick the grant to add with card ``index``'s approval (the server checks it on submit)."""
+        if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(self.grant_choice):
+            choices = list(self.grant_choice)
+            choices[index] = value if isinstance(value, str) and len(value) < 20 else NO_GRANT
+            self.grant_choice = choices
+
+    @rx.event
+    async def undo(self):
+        """Undo the submission while its window is open: the cards come back as they were."""
+        from hitl_app.ui.state.chat import ChatState
+
+        chat = await self.get_state(ChatState)
+        person = BrowserPerson(self.browser_id, self.reviewer or "anonymous")
+        service = get_service()
+        try:
+            await service.desk.undo(chat.tid, self._interrupt_id, person)
+        except ThreadError as exc:
+            self.undo_error = exc.message
+        else:
+            self.undo_error = ""
+        await chat._apply_view(await service.load(chat.tid, viewer=person))
+        return ChatState.watch
