@@ -17,7 +17,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from hitl_app.settings import DatabaseURL
 
-
 SETUP_LOCK_KEY = 7_463_521_002
 """PostgreSQL advisory-lock key held while the checkpointer's migrations run."""
 

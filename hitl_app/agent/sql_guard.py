@@ -36,8 +36,8 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.schema import CreateTable
 
 from hitl_app.agent.limits import ToolLimits
-from hitl_app.store.tables import Record
 from hitl_app.store import sqlite as app_sqlite
+from hitl_app.store.tables import Record
 
 MAX_QUERY_CHARS = 100_000
 """The longest SQL text the tools accept (``SQLITE_LIMIT_SQL_LENGTH``)."""

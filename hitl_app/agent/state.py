@@ -15,13 +15,12 @@ so it folds ``add_messages`` over each write in order.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Required
 
 from langchain.agents.middleware.types import AgentState
 from langchain_core.messages import AnyMessage
 from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
-from typing_extensions import Required
 
 SNAPSHOT_EVERY = 100
 """Updates of ``messages`` between two full copies (LangGraph's default; about 50 turns)."""

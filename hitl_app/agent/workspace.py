@@ -44,8 +44,8 @@ from hitl_app.agent.limits import ToolLimits
 from hitl_app.agent.sandbox import SandboxError, check_quota, resolve_in_sandbox
 from hitl_app.agent.sql_exec import LEDGER_DDL, read_records, run_read, run_write_once
 from hitl_app.agent.sql_guard import DEMO_SCHEMA, QueryCancel, is_read_only_sql
-from hitl_app.store.owners import OwnerSpace, owner_space
 from hitl_app.store import sqlite as app_sqlite
+from hitl_app.store.owners import OwnerSpace, owner_space
 from hitl_app.store.tables import OutboxMail, ToolEffect
 
 EMAIL_PATTERN = r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[A-Za-z]{2,}$"

@@ -55,10 +55,10 @@ class FormField:
     options: tuple[Any, ...] = ()
     default: Any = None
     multiline: bool = False
-    children: tuple["FormField", ...] = field(default=())
+    children: tuple[FormField, ...] = field(default=())
 
     @property
-    def item(self) -> "FormField | None":
+    def item(self) -> FormField | None:
         """An array field's item field (``None`` for other kinds)."""
         return self.children[0] if self.kind == "array" and self.children else None
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
+from functools import cache
 from typing import Any, Literal
 
 import reflex as rx
@@ -76,12 +76,12 @@ SAMPLES: dict[str, tuple[type[BaseModel], dict[str, Any]]] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema(sample: str) -> dict[str, Any]:
     return SAMPLES[sample][0].model_json_schema()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fields(sample: str) -> tuple[FormField, ...]:
     return tuple(fields_from_schema(_schema(sample)))
 

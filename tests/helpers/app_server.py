@@ -11,9 +11,9 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import tempfile
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -87,7 +87,7 @@ class AppServer:
                 shutil.copytree(ROOT / "reflex.lock", self.app_root / "reflex.lock")
         return self.app_root
 
-    def start(self, timeout: float = 240) -> "AppServer":
+    def start(self, timeout: float = 240) -> AppServer:
         """Start the server and wait until ``/ping`` answers and the page is served.
 
         Raises RuntimeError with the log's tail if it does not come up within ``timeout`` seconds.
@@ -137,7 +137,7 @@ class AppServer:
                     return
             time.sleep(0.2)
 
-    def __enter__(self) -> "AppServer":
+    def __enter__(self) -> AppServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -140,7 +140,7 @@ class FakeOpenAI:
         app.router.add_get("/control", self._control_get)
         return app
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         """Serve in a daemon thread; returns when the port is listening.
 
         Also forgets langchain-openai's process-wide cached httpx clients (``lru_cache`` keyed by
@@ -178,7 +178,7 @@ class FakeOpenAI:
         if self._thread is not None:
             self._thread.join(10)
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

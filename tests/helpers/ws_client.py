@@ -88,7 +88,7 @@ class WsClient:
         self._short = {v: k for k, v in STATE_PATHS.items()}
 
     # ------------------------------------------------------------------ connection
-    async def connect(self) -> "WsClient":
+    async def connect(self) -> WsClient:
         """Open the websocket (no hydrate yet; see ``load_thread`` / ``hydrate``)."""
         sio = socketio.AsyncClient(reconnection=False)
         sio.on("event", self._on_event, namespace="/_event")
@@ -114,7 +114,7 @@ class WsClient:
         """True while the websocket is open."""
         return self._sio is not None and self._sio.connected
 
-    async def __aenter__(self) -> "WsClient":
+    async def __aenter__(self) -> WsClient:
         return await self.connect()
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -222,7 +222,7 @@ class WsClient:
                 out.append(str(e.get("payload")))
         return out
 
-    async def wait_for(self, predicate: Callable[["WsClient"], Any], timeout: float = 20, what: str = "") -> Any:
+    async def wait_for(self, predicate: Callable[[WsClient], Any], timeout: float = 20, what: str = "") -> Any:
         """Wait until ``predicate(self)`` is truthy (re-checked on every server message).
 
         Raises WsTimeout with the chat/review state when it does not become true in ``timeout`` s.

@@ -14,7 +14,6 @@ import ast
 import sqlite3
 from pathlib import Path
 
-import pytest
 from sqlalchemy import text
 
 from hitl_app.agent.checkpoint import open_checkpointer

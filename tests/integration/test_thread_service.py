@@ -7,9 +7,8 @@ audit record's fields. Pairing is checked after every resume.
 
 from __future__ import annotations
 
-import contextlib
-
 import asyncio
+import contextlib
 import uuid
 from datetime import UTC
 

@@ -8,9 +8,9 @@ import pytest
 
 from hitl_app.agent.policy import (
     DEFAULT_POLICY,
+    REVIEW_NEED_KEY,
     PolicyError,
     PolicyRule,
-    REVIEW_NEED_KEY,
     ReviewNeedMemo,
     interrupt_on_from_policy,
     load_policy_toml,

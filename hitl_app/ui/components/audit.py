@@ -8,7 +8,6 @@ from hitl_app.store.audit import AuditRow
 from hitl_app.ui import theme
 from hitl_app.ui.audit_state import AuditState
 
-
 _JSON_STYLE = {
     "fontFamily": theme.MONO,
     "fontSize": "12px",

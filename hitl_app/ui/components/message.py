@@ -7,7 +7,6 @@ import reflex as rx
 from hitl_app.ui import theme
 from hitl_app.ui.rows import MessageRow
 
-
 LINK_REL = "noopener noreferrer nofollow"
 """``rel`` of links in assistant text: the opened page gets no handle on this tab, no referrer, and
 no ranking credit."""
