@@ -89,7 +89,10 @@ async def _concurrent(base_url: str, sessions: int, n_words: int, server_pid: in
 
     async def finish(c: ReflexClient) -> None:
         try:
-            await c.wait_for(lambda: not c.streaming() and len(c.messages()) >= 2 and len(c.word_times) >= n_words, timeout=n_words / 20 * 4 + 60)
+            await c.wait_for(
+                lambda: not c.streaming() and len(c.messages()) >= 2 and len(c.word_times) >= n_words,
+                timeout=n_words / 20 * 4 + 60
+            )
         except Exception as exc:  # noqa: BLE001 - counted as an error
             errors.append(f"session {c.thread_id[:8]}: {type(exc).__name__} after {len(c.word_times)} words")
 

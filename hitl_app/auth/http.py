@@ -277,7 +277,9 @@ def auth_routes(
     ]
 
 
-def auth_app(*, get_engine: Callable[[], AsyncEngine], config: AuthConfig | None = None, oidc: OidcClient | None = None, **pages: str) -> Starlette:
+def auth_app(
+    *, get_engine: Callable[[], AsyncEngine], config: AuthConfig | None = None, oidc: OidcClient | None = None, **pages: str
+) -> Starlette:
     """A Starlette app with ``auth_routes`` (OIDC from ``HITL_OIDC_*`` unless ``oidc`` is given);
     pass it to ``rx.App(api_transformer=...)``, which mounts the Reflex app beneath it."""
     if oidc is None and (oidc_settings := OidcSettings.from_settings()) is not None:

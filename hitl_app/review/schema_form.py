@@ -344,7 +344,9 @@ def args_from_form(fields: list[FormField], draft: dict[str, Any]) -> FormResult
     return FormResult(args, errors)
 
 
-def _coerce_object(fields: tuple[FormField, ...] | list[FormField], obj: dict[str, Any], errors: dict[str, str], prefix: str = "") -> dict[str, Any]:
+def _coerce_object(
+    fields: tuple[FormField, ...] | list[FormField], obj: dict[str, Any], errors: dict[str, str], prefix: str = ""
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     known = set()
     for f in fields:

@@ -236,7 +236,10 @@ class RunDriver:
             outcome, ended_by = "stopped", "stopped"
         except TimeoutError:
             outcome, ended_by = "failed", "time_limit"
-            error = f"The run took longer than {_duration(self.limits.run_timeout_s)}; it was stopped. Send a new message or press Retry."
+            error = (
+                f"The run took longer than {_duration(self.limits.run_timeout_s)}; it was stopped."
+                " Send a new message or press Retry."
+            )
         except GraphRecursionError:
             outcome, ended_by = "failed", "step_limit"
             error = f"The agent took more than {self.limits.max_steps} steps; it was stopped. Send a new message to go on."

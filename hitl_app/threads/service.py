@@ -57,7 +57,10 @@ later on its own (the thread may have been opened hours after)."""
 TOOL_SETTLE_S = 2.0
 """Seconds a new message or Continue waits for a stopped run's tool to finish before refusing."""
 
-_UNAVAILABLE = (OperationalError, InterfaceError, sqlite3.OperationalError, PgOperationalError, OSError, RedisConnectionError, RedisTimeoutError)
+_UNAVAILABLE = (
+    OperationalError, InterfaceError, sqlite3.OperationalError, PgOperationalError, OSError, RedisConnectionError,
+    RedisTimeoutError
+)
 """Errors of a locked or unreachable database or message bus."""
 _STALE = "This review was already decided (the agent went on with those decisions)."
 
@@ -375,7 +378,9 @@ class ThreadService:
         thread_id = review.thread_id
         async with self._session() as session:
             await reviews.record_review_requested(session=session, review=review)
-            if await self.is_running(thread_id) or not await reviews.is_claimed(session=session, interrupt_id=review.interrupt_id):
+            if await self.is_running(thread_id) or not await reviews.is_claimed(
+                session=session, interrupt_id=review.interrupt_id
+            ):
                 return
         async with self._lock(thread_id):
             current = (await self._read(thread_id)).pending

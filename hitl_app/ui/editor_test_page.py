@@ -60,7 +60,9 @@ class ShipOrderArgs(BaseModel):
 
 
 SAMPLES: dict[str, tuple[type[BaseModel], dict[str, Any]]] = {
-    "send_email": (SendEmailArgs, {"to": "alice@example.com", "subject": "Quarterly report", "body": "Hi Alice,\nthe report is attached."}),
+    "send_email": (
+        SendEmailArgs, {"to": "alice@example.com", "subject": "Quarterly report", "body": "Hi Alice,\nthe report is attached."}
+    ),
     "ship_order": (
         ShipOrderArgs,
         {
@@ -170,7 +172,11 @@ def editor_test_page() -> rx.Component:
         rx.vstack(
             rx.heading("Argument editor (test page)", size="4"),
             rx.hstack(
-                *[rx.button(name, size="1", variant="outline", on_click=s.load(name), data_testid=f"sample-{name}") for name in SAMPLES],
+                *[
+                    rx.button(
+                        name, size="1", variant="outline", on_click=s.load(name), data_testid=f"sample-{name}"
+                    ) for name in SAMPLES
+                ],
                 rx.badge(s.sample, data_testid="sample-name"),
             ),
             edit_mode_switch(s.mode, s.set_mode),

@@ -80,7 +80,9 @@ class AppServer:
         if self.app_root is None:
             self.app_root = Path(tempfile.mkdtemp(prefix=f"hitl-app-{self.port}-"))
             for entry in ROOT.iterdir():
-                if entry.name in (".web", ".states", "data", ".git", "reflex.lock", "test-artifacts") or entry.name.endswith("build-lock"):
+                if entry.name in (
+                    ".web", ".states", "data", ".git", "reflex.lock", "test-artifacts"
+                ) or entry.name.endswith("build-lock"):
                     continue
                 (self.app_root / entry.name).symlink_to(entry)
             if (ROOT / "reflex.lock").is_dir():
@@ -94,8 +96,13 @@ class AppServer:
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
-        cmd = [str(ROOT / ".venv/bin/reflex"), "run", "--env", "prod", "--frontend-port", str(self.port), "--backend-port", str(self.port), "--loglevel", "info"]
-        self.proc = subprocess.Popen(cmd, cwd=self._app_root(), env=reflex_env(self.env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        cmd = [
+            str(ROOT / ".venv/bin/reflex"), "run", "--env", "prod", "--frontend-port", str(self.port), "--backend-port",
+            str(self.port), "--loglevel", "info"
+        ]
+        self.proc = subprocess.Popen(
+            cmd, cwd=self._app_root(), env=reflex_env(self.env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

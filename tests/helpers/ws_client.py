@@ -260,7 +260,9 @@ class WsClient:
     async def wait_review(self, n: int | None = None, timeout: float = 30) -> list[dict[str, Any]]:
         """Wait until approval cards are shown (``n`` of them if given); returns the cards."""
         return await self.wait_for(
-            lambda c: c.review.get("cards") if c.review.get("cards") and (n is None or len(c.review["cards"]) == n) and c.chat.get("status") == "review" else None,
+            lambda c: c.review.get("cards") if c.review.get("cards") and (
+                n is None or len(c.review["cards"]) == n
+            ) and c.chat.get("status") == "review" else None,
             timeout=timeout,
             what=f"{n or 'some'} approval card(s)",
         )

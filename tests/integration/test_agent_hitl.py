@@ -240,7 +240,8 @@ CHILD = textwrap.dedent(
     async def main(tmp, url, thread_id, expected_path):
         expected = json.load(open(expected_path))
         engines = make_engines(url)
-        ws = DemoWorkspace(__import__("pathlib").Path(tmp) / "files", engines.sync, __import__("pathlib").Path(tmp) / "demo.sqlite")
+        tmp_dir = __import__("pathlib").Path(tmp)
+        ws = DemoWorkspace(tmp_dir / "files", engines.sync, tmp_dir / "demo.sqlite")
         async with open_checkpointer(url) as saver:
             graph = build_demo_agent(model=DemoChatModel(words_per_second=0), workspace=ws, checkpointer=saver).graph
             config = {"configurable": {"thread_id": thread_id}}

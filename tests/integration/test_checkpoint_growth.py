@@ -22,7 +22,9 @@ from tests.helpers.pairing import assert_pairing
 def stored_bytes(path) -> int:
     """Bytes of checkpoints (blob + metadata) and pending writes in the SQLite checkpointer."""
     with sqlite3.connect(path) as conn:
-        checkpoints = conn.execute("SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM checkpoints").fetchone()[0]
+        checkpoints = conn.execute(
+            "SELECT coalesce(sum(length(checkpoint) + length(metadata)), 0) FROM checkpoints"
+        ).fetchone()[0]
         writes = conn.execute("SELECT coalesce(sum(length(value)), 0) FROM writes").fetchone()[0]
     return checkpoints + writes
 

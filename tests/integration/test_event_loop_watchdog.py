@@ -72,7 +72,12 @@ async def _busy_tab(url: str) -> None:
         token = c.token
     async with WsClient(url, browser_id=bid, token=token) as again:  # the reload, mid-tool
         await again.load_thread(tid)
-        await again.wait_for(lambda c: _settled(c) and c.chat["status"] == "idle" and any(m["role"] == "tool" for m in c.chat.get("messages") or []), timeout=30)
+        await again.wait_for(
+            lambda c: _settled(c) and c.chat["status"] == "idle" and any(
+                m["role"] == "tool" for m in c.chat.get("messages") or []
+            ),
+            timeout=30
+        )
 
 
 async def test_the_event_loop_keeps_answering_through_load_send_stop_decide_and_reload(tmp_path: Path):
@@ -80,7 +85,9 @@ async def test_the_event_loop_keeps_answering_through_load_send_stop_decide_and_
         stop = asyncio.Event()
         pings: list[float] = []
         loads: list[float] = []
-        watchers = [asyncio.create_task(_pinger(server.url, stop, pings)), asyncio.create_task(_other_tab(server.url, stop, loads))]
+        watchers = [
+            asyncio.create_task(_pinger(server.url, stop, pings)), asyncio.create_task(_other_tab(server.url, stop, loads))
+        ]
         try:
             await asyncio.wait_for(_busy_tab(server.url), timeout=90)
         finally:

@@ -66,7 +66,11 @@ async def test_sigkill_while_review_pending_then_restart(tmp_path: Path):
             assert c.review["interrupt_id"] == interrupt_id
             await c.call("ReviewState.choose", index=0, kind="approve")
             await c.call("ReviewState.submit")
-            await c.wait_for(lambda c: any(m["role"] == "tool" for m in c.chat.get("messages") or []) and settled(c) and c.chat["status"] == "idle")
+            await c.wait_for(
+                lambda c: any(
+                    m["role"] == "tool" for m in c.chat.get("messages") or []
+                ) and settled(c) and c.chat["status"] == "idle"
+            )
         assert app_db.outbox(data).count("nia@example.com") == 1
         assert len(app_db.audit_rows(data, tid)) == 1
     finally:
@@ -101,7 +105,12 @@ async def test_sigkill_while_approved_tool_runs_then_continue_replays_once(tmp_p
             assert "stopped before it finished" in c.chat["notice"]
             assert not c.review.get("cards")
             await c.call("ChatState.continue_run")
-            await c.wait_for(lambda c: sum(1 for m in c.chat.get("messages") or [] if m["role"] == "tool") == 2 and settled(c) and c.chat["status"] == "idle", timeout=30)
+            await c.wait_for(
+                lambda c: sum(
+                    1 for m in c.chat.get("messages") or [] if m["role"] == "tool"
+                ) == 2 and settled(c) and c.chat["status"] == "idle",
+                timeout=30
+            )
             outcomes = [m["outcome"] for m in c.chat["messages"] if m["role"] == "tool"]
             assert outcomes == ["executed", "executed"]
         assert app_db.outbox(data).count("oli@example.com") == 1, "the replay must not send the mail again"
@@ -130,7 +139,9 @@ async def test_model_error_tool_error_and_locked_database(tmp_path: Path):
             mark = c.mark()
             await c.call("ChatState.continue_run")  # the retry runs (and fails the same way, cleanly)
             await c.wait_for(lambda c: c.seen_since(mark, "ChatState", "streaming", lambda v: v is True))
-            await c.wait_for(lambda c: c.chat.get("status") == "failed" and c.chat.get("streaming") is False and c.chat.get("run_error"))
+            await c.wait_for(
+                lambda c: c.chat.get("status") == "failed" and c.chat.get("streaming") is False and c.chat.get("run_error")
+            )
             assert [m["role"] for m in c.chat["messages"]] == ["user"]
 
             # a new message after a failed run works
@@ -142,7 +153,11 @@ async def test_model_error_tool_error_and_locked_database(tmp_path: Path):
             await c.wait_review(1)
             await c.call("ReviewState.choose", index=0, kind="approve")
             await c.call("ReviewState.submit")
-            await c.wait_for(lambda c: any(m["role"] == "tool" for m in c.chat.get("messages") or []) and settled(c) and c.chat["status"] == "idle")
+            await c.wait_for(
+                lambda c: any(
+                    m["role"] == "tool" for m in c.chat.get("messages") or []
+                ) and settled(c) and c.chat["status"] == "idle"
+            )
             tool = [m for m in c.chat["messages"] if m["role"] == "tool"][-1]
             assert tool["outcome"] == "error" and "File not found" in tool["result"]
 
@@ -173,7 +188,11 @@ async def test_model_error_tool_error_and_locked_database(tmp_path: Path):
             await c.wait_review(1)
             await c.call("ReviewState.choose", index=0, kind="approve")
             await c.call("ReviewState.submit")
-            await c.wait_for(lambda c: sum(1 for m in c.chat.get("messages") or [] if m["role"] == "tool") == 2 and settled(c) and c.chat["status"] == "idle")
+            await c.wait_for(
+                lambda c: sum(
+                    1 for m in c.chat.get("messages") or [] if m["role"] == "tool"
+                ) == 2 and settled(c) and c.chat["status"] == "idle"
+            )
         assert app_db.outbox(data).count("pam@example.com") == 1
     finally:
         server.stop()

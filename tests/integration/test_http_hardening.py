@@ -94,7 +94,12 @@ def test_a_forged_browser_error_report_leaves_one_short_escaped_log_line(server:
             await c.hydrate("/")
             await c.wait_for(lambda c: c.root.get("is_hydrated") is True, what="hydrated")
             for _ in range(3):
-                await c.emit_raw({"name": FRONTEND_EXCEPTION, "payload": {"info": forged, "component_stack": "x\ny"}, "router_data": {"pathname": "/", "asPath": "/", "query": {}}})
+                await c.emit_raw(
+                    {
+                        "name": FRONTEND_EXCEPTION, "payload": {"info": forged, "component_stack": "x\ny"},
+                        "router_data": {"pathname": "/", "asPath": "/", "query": {}}
+                    }
+                )
             await c.settle(1.5)
 
     before = server.log_path.stat().st_size
@@ -113,7 +118,12 @@ def test_a_flood_of_browser_error_reports_is_rate_limited(server: AppServer):
             await c.hydrate("/")
             await c.wait_for(lambda c: c.root.get("is_hydrated") is True, what="hydrated")
             for i in range(200):
-                await c.emit_raw({"name": FRONTEND_EXCEPTION, "payload": {"info": f"FLOOD-{i}", "component_stack": ""}, "router_data": {"pathname": "/", "asPath": "/", "query": {}}})
+                await c.emit_raw(
+                    {
+                        "name": FRONTEND_EXCEPTION, "payload": {"info": f"FLOOD-{i}", "component_stack": ""},
+                        "router_data": {"pathname": "/", "asPath": "/", "query": {}}
+                    }
+                )
             await c.settle(2.0)
 
     before = server.log_path.stat().st_size

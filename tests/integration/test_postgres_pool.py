@@ -47,7 +47,9 @@ async def _stream(url: str, words: int) -> tuple[WsClient, float, float]:
     start = time.monotonic()
     await c.send(f"stream {words} words")
     await c.wait_for(lambda c: c.chat.get("streaming") is True, what="stream started")
-    await c.wait_for(lambda c: any("hitlLive(" in str(e.get("payload")) and " " in str(e.get("payload")) for e in c.events), what="first text")
+    await c.wait_for(
+        lambda c: any("hitlLive(" in str(e.get("payload")) and " " in str(e.get("payload")) for e in c.events), what="first text"
+    )
     first_at = time.monotonic()
     await c.wait_for(lambda c: _done_ok(c, 2), timeout=60, what="stream finished")
     assert len(c.chat["messages"][-1]["text"].split()) == words
@@ -108,7 +110,10 @@ async def test_twenty_streams_beside_a_slow_tool_then_dropped_connections(tmp_pa
             streams = await asyncio.gather(*[_stream(server.url, 60) for _ in range(STREAMS)])
             slow_tab, tool_done = await slow
             firsts = sorted(round(f, 2) for _, f, _ in streams)
-            print(f"first text after {firsts} s; last one {tool_done - max(a for _, _, a in streams):.1f} s before the slow tool ended")
+            print(
+                f"first text after {firsts} s;"
+                f" last one {tool_done - max(a for _, _, a in streams):.1f} s before the slow tool ended"
+            )
             assert max(firsts) < FIRST_TOKEN_S, f"streams held back: first text after {firsts} s"
             assert all(at < tool_done for _, _, at in streams), "a stream waited for the slow tool"
 
@@ -121,7 +126,9 @@ async def test_twenty_streams_beside_a_slow_tool_then_dropped_connections(tmp_pa
             await tabs[1].wait_review(1)
             await tabs[1].call("ReviewState.choose", index=0, kind="approve")
             await tabs[1].call("ReviewState.submit")
-            await tabs[1].wait_for(lambda c: any(m["role"] == "tool" for m in c.chat.get("messages") or []) and _done_ok(c, 5), timeout=30)
+            await tabs[1].wait_for(
+                lambda c: any(m["role"] == "tool" for m in c.chat.get("messages") or []) and _done_ok(c, 5), timeout=30
+            )
             for c in [slow_tab, *[c for c, _, _ in streams]]:
                 assert not c.chat.get("run_error") and not c.chat.get("composer_error") and not c.chat.get("load_error"), c.chat
             ids = [c.chat["tid"] for c in [slow_tab, *[c for c, _, _ in streams]]]

@@ -100,7 +100,9 @@ async def _load(urls: list[str], data: Path, tag: str) -> None:
         assert loads > 10
         for c in [*clients, auditor]:
             seen = repr(c.log).lower() + repr(c.events).lower()
-            assert not [w for w in _BAD if w in seen], f"a tab was shown a database error: {c.chat.get('run_error') or c.chat.get('composer_error')}"
+            assert not [
+                w for w in _BAD if w in seen
+            ], f"a tab was shown a database error: {c.chat.get('run_error') or c.chat.get('composer_error')}"
             assert c.chat.get("status") in (None, "idle"), c.chat.get("run_error")
         assert auditor.state.get(AUDIT, {}).get("error", "") == ""
         # no lost write: every draft on disk, every mail once, every effect recorded

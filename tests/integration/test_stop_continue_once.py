@@ -67,7 +67,9 @@ async def test_continue_after_stop_never_runs_the_approved_write_twice(database_
         await until_started(lambda: svc.continue_run(t, owner=OWNER))
         await svc.wait(t, 60)
         await asyncio.sleep(3)  # let any work left in a worker thread finish before reading the sum
-        after = float(re.findall(r"-?\d+(?:\.\d+)?", await until_started(lambda: read_sql(svc, t, "SELECT sum(amount) FROM records")))[-1])
+        after = float(
+            re.findall(r"-?\d+(?:\.\d+)?", await until_started(lambda: read_sql(svc, t, "SELECT sum(amount) FROM records")))[-1]
+        )
         assert round(after - before, 2) in (0, rows), f"+{after - before:g} for {rows} rows: the update ran twice"
 
         view = await svc.load(t, owner=OWNER)

@@ -87,7 +87,9 @@ async def test_c4_new_message_while_review_pending_is_refused_and_thread_stays_s
     assert view.status == "review"
     assert [m.text for m in view.messages if m.role == "user"] == ["email bob@example.com about lunch: noon"]
     assert_pairing(await messages(service, t), allow_pending_last=True)
-    await service.submit_review(t, view.pending.interrupt_id, [{"type": "reject", "message": "never mind"}], reviewer="Dana", owner=OWNER)
+    await service.submit_review(
+        t, view.pending.interrupt_id, [{"type": "reject", "message": "never mind"}], reviewer="Dana", owner=OWNER
+    )
     await service.wait(t)
     assert_pairing(await messages(service, t))
     await turn(service, t, "stream 5 words")
@@ -105,10 +107,17 @@ async def test_c6_invalid_edits_then_valid_record_once_per_action(service):
     iid = view.pending.interrupt_id
     for bad in ({"to": 5, "subject": "a", "body": "b"}, {"to": "x@example.com"}):
         with pytest.raises(ReviewError) as err:
-            await service.submit_review(t, iid, [{"type": "edit", "edited_action": {"name": "send_email", "args": bad}}], reviewer="Dana", owner=OWNER)
+            await service.submit_review(
+                t, iid, [{"type": "edit", "edited_action": {"name": "send_email", "args": bad}}], reviewer="Dana", owner=OWNER
+            )
         assert err.value.code == "bad_args"
     await service.submit_review(
-        t, iid, [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "cat@example.com", "subject": "a", "body": "b"}}}], reviewer="Dana", owner=OWNER
+        t, iid, [
+            {
+                "type": "edit",
+                "edited_action": {"name": "send_email", "args": {"to": "cat@example.com", "subject": "a", "body": "b"}}
+            }
+        ], reviewer="Dana", owner=OWNER
     )
     await service.wait(t)
     assert count(service, ReviewRequestRecord, ReviewRequestRecord.thread_id == t) == 1
@@ -139,11 +148,32 @@ FORGED = [
     ("decision not a dict", None, ["approve"], "malformed"),
     ("unknown decision type", None, [{"type": "obliterate"}], "malformed"),
     ("type not allowed (respond on send_email)", None, [{"type": "respond", "message": "hi"}], "not_allowed"),
-    ("renamed tool", None, [{"type": "edit", "edited_action": {"name": "delete_file", "args": {"path": "notes/x.txt"}}}], "renamed"),
+    (
+        "renamed tool", None, [{"type": "edit", "edited_action": {"name": "delete_file", "args": {"path": "notes/x.txt"}}}],
+        "renamed"
+    ),
     ("edit without args", None, [{"type": "edit", "edited_action": {"name": "send_email"}}], "malformed"),
     ("edit args not an object", None, [{"type": "edit", "edited_action": {"name": "send_email", "args": "x"}}], "malformed"),
-    ("edit args unknown field", None, [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "a@example.com", "subject": "s", "body": "b", "x": 1}}}], "bad_args"),
-    ("edit args too large", None, [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "a@example.com", "subject": "s", "body": "b" * 70_000}}}], "too_large"),
+    (
+        "edit args unknown field", None,
+        [
+            {
+                "type": "edit",
+                "edited_action": {"name": "send_email", "args": {"to": "a@example.com", "subject": "s", "body": "b", "x": 1}}
+            }
+        ],
+        "bad_args"
+    ),
+    (
+        "edit args too large", None,
+        [
+            {
+                "type": "edit",
+                "edited_action": {"name": "send_email", "args": {"to": "a@example.com", "subject": "s", "body": "b" * 70_000}}
+            }
+        ],
+        "too_large"
+    ),
     ("extra key on decision", None, [{"type": "approve", "force": True}], "malformed"),
     ("reject message too long", None, [{"type": "reject", "message": "x" * 20_001}], "malformed"),
 ]
@@ -253,7 +283,13 @@ async def test_audit_record_fields(service):
     await service.submit_review(
         t,
         review.interrupt_id,
-        [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "fox@example.com", "subject": "q", "body": "w"}}}, {"type": "reject", "message": "keep it"}],
+        [
+            {
+                "type": "edit",
+                "edited_action": {"name": "send_email", "args": {"to": "fox@example.com", "subject": "q", "body": "w"}}
+            },
+            {"type": "reject", "message": "keep it"}
+        ],
         reviewer="Dana",
         owner=OWNER,
     )
@@ -264,7 +300,9 @@ async def test_audit_record_fields(service):
     assert edit.interrupt_id == review.interrupt_id == reject.interrupt_id
     assert edit.tool_call_id == review.tool_call_ids[0] and edit.tool_call_id.startswith("call_")
     assert reject.tool_call_id == review.tool_call_ids[1]
-    assert (edit.tool_name, edit.decision_type, reject.tool_name, reject.decision_type) == ("send_email", "edit", "delete_file", "reject")
+    assert (
+        edit.tool_name, edit.decision_type, reject.tool_name, reject.decision_type
+    ) == ("send_email", "edit", "delete_file", "reject")
     assert edit.args_proposed == {"to": "eve@example.com", "subject": "q", "body": "w"}
     assert edit.args_executed == {"to": "fox@example.com", "subject": "q", "body": "w"}
     assert reject.args_proposed == {"path": "notes/x.txt"} and reject.args_executed is None

@@ -245,7 +245,9 @@ async def test_stale_review_from_a_second_tab_gets_already_decided(server: AppSe
         await b.call("ReviewState.choose", index=0, kind="approve")
         await b.call("ReviewState.submit")
         await b.wait_for(
-            lambda c: "already decided" in c.review.get("review_error", "") or (not c.review.get("cards") and c.chat.get("status") == "idle"),
+            lambda c: "already decided" in c.review.get("review_error", "") or (
+                not c.review.get("cards") and c.chat.get("status") == "idle"
+            ),
             what="stale submission refused / card refreshed",
         )
         await b.settle()
@@ -265,12 +267,25 @@ async def test_two_tabs_submitting_at_once_resume_exactly_once(server: AppServer
         await start_review(a, "email ivy@example.com about race: one of us wins")
         await b.load_thread(tid)
         await b.wait_review(1)
-        await asyncio.gather(a.call("ReviewState.choose", index=0, kind="approve"), b.call("ReviewState.choose", index=0, kind="approve"))
-        await asyncio.gather(a.wait_for(lambda c: c.review["cards"][0]["choice"] == "approve"), b.wait_for(lambda c: c.review["cards"][0]["choice"] == "approve"))
+        await asyncio.gather(
+            a.call("ReviewState.choose", index=0, kind="approve"), b.call("ReviewState.choose", index=0, kind="approve")
+        )
+        await asyncio.gather(
+            a.wait_for(lambda c: c.review["cards"][0]["choice"] == "approve"),
+            b.wait_for(lambda c: c.review["cards"][0]["choice"] == "approve")
+        )
         await asyncio.gather(a.call("ReviewState.submit"), b.call("ReviewState.submit"))
         await asyncio.gather(
-            a.wait_for(lambda c: any(m["role"] == "tool" for m in c.chat.get("messages") or []) and c.chat.get("status") == "idle" and not c.chat.get("streaming")),
-            b.wait_for(lambda c: any(m["role"] == "tool" for m in c.chat.get("messages") or []) and c.chat.get("status") == "idle" and not c.chat.get("streaming")),
+            a.wait_for(
+                lambda c: any(
+                    m["role"] == "tool" for m in c.chat.get("messages") or []
+                ) and c.chat.get("status") == "idle" and not c.chat.get("streaming")
+            ),
+            b.wait_for(
+                lambda c: any(
+                    m["role"] == "tool" for m in c.chat.get("messages") or []
+                ) and c.chat.get("status") == "idle" and not c.chat.get("streaming")
+            ),
         )
         errors = [x.review.get("review_error", "") for x in (a, b)]
         assert sum("already decided" in e for e in errors) == 1, errors
@@ -293,7 +308,11 @@ async def test_double_submit_from_one_tab_runs_the_tool_once(server: AppServer):
             await c.call("ReviewState.submit")
         # the extra clicks resume nothing (a click while the first submission runs says nothing;
         # one after it ended says the review was already decided)
-        await c.wait_for(lambda c: any(m["role"] == "tool" for m in c.chat.get("messages") or []) and c.chat.get("status") == "idle" and not c.chat.get("streaming"))
+        await c.wait_for(
+            lambda c: any(
+                m["role"] == "tool" for m in c.chat.get("messages") or []
+            ) and c.chat.get("status") == "idle" and not c.chat.get("streaming")
+        )
         await c.settle()
         assert app_db.outbox(server.data_dir).count("jo@example.com") == 1
         assert len(app_db.audit_rows(server.data_dir, tid)) == 1
@@ -346,13 +365,22 @@ async def test_second_send_while_a_run_streams_is_refused_visibly(server: AppSer
         await c.wait_for(lambda c: "The agent is still answering" in c.chat.get("composer_error", ""))
         await c.call("ChatState.continue_run")
         await c.wait_for(lambda c: "still answering" in c.chat.get("run_error", ""))
-        await c.wait_for(lambda c: any(m["role"] == "tool" for m in c.chat.get("messages") or []) and c.chat.get("status") == "idle" and not c.chat.get("streaming"), timeout=30)
+        await c.wait_for(
+            lambda c: any(
+                m["role"] == "tool" for m in c.chat.get("messages") or []
+            ) and c.chat.get("status") == "idle" and not c.chat.get("streaming"),
+            timeout=30
+        )
         texts = [m["text"] for m in c.chat["messages"] if m["role"] == "user"]
         assert texts == ["wait 3 seconds"], "the refused message must not be in the thread"
         assert "lou@example.com" not in app_db.outbox(server.data_dir)
         # the thread is usable afterwards
         await c.send("stream 5 words")
-        await c.wait_for(lambda c: [m["role"] for m in c.chat.get("messages") or []].count("user") == 2 and c.chat.get("status") == "idle" and not c.chat.get("streaming"))
+        await c.wait_for(
+            lambda c: [
+                m["role"] for m in c.chat.get("messages") or []
+            ].count("user") == 2 and c.chat.get("status") == "idle" and not c.chat.get("streaming")
+        )
     finally:
         await c.close()
 

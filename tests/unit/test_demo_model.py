@@ -33,7 +33,10 @@ def calls_for(model, text: str) -> list[tuple[str, dict]]:
             [("send_email", {"to": "alice@example.com", "subject": "the report", "body": "see attached"})],
         ),
         ("Email bob@example.com", [("send_email", {"to": "bob@example.com", "subject": "(no subject)", "body": ""})]),
-        ("email bob@example.com: hi there", [("send_email", {"to": "bob@example.com", "subject": "(no subject)", "body": "hi there"})]),
+        (
+            "email bob@example.com: hi there",
+            [("send_email", {"to": "bob@example.com", "subject": "(no subject)", "body": "hi there"})]
+        ),
         ("write drafts/Plan.md: Hello: World", [("write_file", {"path": "drafts/Plan.md", "content": "Hello: World"})]),
         ("DELETE notes/old.txt", [("delete_file", {"path": "notes/old.txt"})]),
         ("sql: SELECT * FROM records", [("execute_sql", {"query": "SELECT * FROM records"})]),
@@ -237,7 +240,10 @@ def test_summary_shows_user_text_literally_under_markdown():
     """Values the user typed are escaped: a link or HTML in a subject reads back as typed."""
     from hitl_app.agent.demo import summarize_tool_result
 
-    call = {"name": "send_email", "id": "c9", "args": {"to": "a@example.com", "subject": "[x](javascript:alert(1)) <img src=x>", "body": ""}}
+    call = {
+        "name": "send_email", "id": "c9",
+        "args": {"to": "a@example.com", "subject": "[x](javascript:alert(1)) <img src=x>", "body": ""}
+    }
     text = summarize_tool_result(call, ToolMessage("Email sent.", name="send_email", tool_call_id="c9"))
     assert r"\[x\]\(javascript:alert\(1\)\) \<img src=x\>" in text
 

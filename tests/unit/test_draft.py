@@ -13,7 +13,10 @@ ALL = ["approve", "edit", "reject", "respond"]
 
 
 def card(index: int, choice: str = "", allowed: list[str] | None = None, **fields) -> CardRow:
-    return CardRow(index=index, tool_name=fields.pop("tool_name", "send_email"), description="", allowed=allowed or list(ALL), choice=choice, **fields)
+    return CardRow(
+        index=index, tool_name=fields.pop("tool_name", "send_email"), description="", allowed=allowed or list(ALL), choice=choice,
+        **fields
+    )
 
 
 def test_approve_and_reject_are_decided_once_picked_a_reason_is_optional():

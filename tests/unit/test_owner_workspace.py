@@ -133,7 +133,8 @@ def test_an_old_outbox_without_owner_column_is_migrated(tmp_path):
     app = tmp_path / "app.sqlite"
     with sqlite3.connect(app) as conn:
         conn.execute("CREATE TABLE outbox (id INTEGER PRIMARY KEY, tool_call_id VARCHAR(200) UNIQUE NOT NULL, "
-                     "\"to\" VARCHAR(320) NOT NULL, subject VARCHAR(500) NOT NULL, body VARCHAR NOT NULL, sent_at DATETIME NOT NULL)")
+                     "\"to\" VARCHAR(320) NOT NULL, subject VARCHAR(500) NOT NULL, body VARCHAR NOT NULL, "
+                     "sent_at DATETIME NOT NULL)")
         conn.execute("INSERT INTO outbox VALUES (1, 't:c', 'old@example.com', 's', 'b', '2024-01-01 00:00:00')")
     engines = make_engines(f"sqlite:///{app}")
     DemoWorkspace(tmp_path / "files", engines.sync, tmp_path / "demo.sqlite").ensure()

@@ -110,7 +110,10 @@ def test_load_policy_toml(tmp_path):
         ("[tools.send_email]\nallowed_decisions = []", ["[tools.send_email]", "non-empty"]),
         ('[tools.send_email]\nallowed_decisions = ["approve"]\ncondition = "weekends"', ["condition", "'weekends'"]),
         ('[tools.send_email]\nallowed_decisions = ["approve"]\nallowed_decision = ["x"]', ["unknown key", "allowed_decision"]),
-        ('[tools.send_email]\nallowed_decisions = ["approve"]\ndescription = "{to.__class__}"', ["description", "plain argument name"]),
+        (
+            '[tools.send_email]\nallowed_decisions = ["approve"]\ndescription = "{to.__class__}"',
+            ["description", "plain argument name"]
+        ),
         ("[other]\nx = 1", ["[tools.<name>]"]),
     ],
 )

@@ -128,7 +128,9 @@ def test_the_write_and_its_record_commit_together(make_tools):
 
 async def test_one_message_starts_at_most_the_limit_of_tool_calls(tmp_path):
     engines = make_engines(f"sqlite:///{tmp_path / 'app.sqlite'}")
-    ws = DemoWorkspace(tmp_path / "files", engines.sync, tmp_path / "demo.sqlite", limits=ToolLimits(max_tool_calls_per_message=3))
+    ws = DemoWorkspace(
+        tmp_path / "files", engines.sync, tmp_path / "demo.sqlite", limits=ToolLimits(max_tool_calls_per_message=3)
+    )
     graph = build_demo_agent(model=DemoChatModel(words_per_second=0), workspace=ws, checkpointer=InMemorySaver()).graph
     config = {"configurable": {"thread_id": str(uuid.uuid4())}}
     text = "; ".join(f"write drafts/fan/{i}.txt: x{i}" for i in range(5))

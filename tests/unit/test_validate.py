@@ -33,7 +33,10 @@ EMAIL = {"to": "alice@example.com", "subject": "s", "body": "b"}
 
 
 def review(*extra: tuple[str, dict, tuple[str, ...]]) -> PendingReview:
-    items = [("send_email", EMAIL, ("approve", "edit", "reject")), ("delete_file", {"path": "notes/x.txt"}, ("approve", "reject")), *extra]
+    items = [
+        ("send_email", EMAIL, ("approve", "edit", "reject")), ("delete_file", {"path": "notes/x.txt"}, ("approve", "reject")),
+        *extra
+    ]
     return PendingReview(
         thread_id="t",
         interrupt_id="i1",
@@ -52,7 +55,10 @@ def test_valid_submission_keeps_the_order_and_drops_empty_fields():
     out = validate_submission(
         review(),
         "i1",
-        [{"type": "edit", "edited_action": {"name": "send_email", "args": {**EMAIL, "to": "bob@example.com"}}}, {"type": "reject"}],
+        [
+            {"type": "edit", "edited_action": {"name": "send_email", "args": {**EMAIL, "to": "bob@example.com"}}},
+            {"type": "reject"}
+        ],
         VALIDATORS,
     )
     assert isinstance(out[0], EditDecision) and isinstance(out[1], RejectDecision)
@@ -120,7 +126,9 @@ def test_respond_needs_a_real_answer(message):
 
 def test_oversize_edit_is_refused():
     big = {**EMAIL, "body": "x" * (MAX_EDIT_JSON_CHARS + 1)}
-    assert refused([{"type": "edit", "edited_action": {"name": "send_email", "args": big}}, {"type": "approve"}]).code == "too_large"
+    assert refused(
+        [{"type": "edit", "edited_action": {"name": "send_email", "args": big}}, {"type": "approve"}]
+    ).code == "too_large"
 
 
 def test_parse_args_json_errors_say_where():

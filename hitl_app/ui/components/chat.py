@@ -16,8 +16,8 @@ def streaming_bubble() -> rx.Component:
 
     The text element is keyed by ``ChatState.live_key`` and filled by ``window.hitlLive``
     (``assets/js/live.js``) from append-only deltas, in block ``div``s so that layout stays with
-    the last block; React renders it once, empty, per bubble, and never re-renders the text. "Thinking…" is a CSS ``::before`` shown while it is empty (so it
-    is not part of the bubble's text).
+    the last block; React renders it once, empty, per bubble, and never re-renders the text.
+    "Thinking…" is a CSS ``::before`` shown while it is empty (so it is not part of the bubble's text).
     """
     return rx.cond(
         ChatState.streaming,
@@ -47,7 +47,10 @@ def notices() -> rx.Component:
             rx.callout(
                 rx.hstack(
                     rx.text(ChatState.run_error, data_testid="run-error-text"),
-                    rx.cond(ChatState.can_continue, rx.button("Retry", size="1", on_click=ChatState.continue_run, data_testid="retry-button")),
+                    rx.cond(
+                        ChatState.can_continue,
+                        rx.button("Retry", size="1", on_click=ChatState.continue_run, data_testid="retry-button")
+                    ),
                     align="center",
                     spacing="3",
                     wrap="wrap",
@@ -63,7 +66,12 @@ def notices() -> rx.Component:
             rx.callout(
                 rx.hstack(
                     rx.text(ChatState.notice),
-                    rx.cond(ChatState.can_continue, rx.button("Continue", size="1", variant="soft", on_click=ChatState.continue_run, data_testid="continue-button")),
+                    rx.cond(
+                        ChatState.can_continue,
+                        rx.button(
+                            "Continue", size="1", variant="soft", on_click=ChatState.continue_run, data_testid="continue-button"
+                        )
+                    ),
                     align="center",
                     spacing="3",
                     wrap="wrap",
@@ -79,7 +87,10 @@ def notices() -> rx.Component:
 def composer() -> rx.Component:
     """The message box: Enter sends, Shift+Enter adds a line; locked (with the reason) while busy."""
     return rx.vstack(
-        rx.cond(ChatState.lock_reason != "", rx.text(ChatState.lock_reason, size="2", color=theme.MUTED, data_testid="composer-lock-reason")),
+        rx.cond(
+            ChatState.lock_reason != "",
+            rx.text(ChatState.lock_reason, size="2", color=theme.MUTED, data_testid="composer-lock-reason")
+        ),
         rx.form(
             rx.hstack(
                 rx.text_area(
@@ -97,8 +108,14 @@ def composer() -> rx.Component:
                 ),
                 rx.cond(
                     ChatState.streaming,
-                    rx.button(rx.icon("square", size=14), "Stop", type="button", color_scheme="red", variant="soft", on_click=ChatState.stop, data_testid="stop-button"),
-                    rx.button(rx.icon("send", size=14), "Send", type="submit", disabled=ChatState.composer_locked, data_testid="send-button"),
+                    rx.button(
+                        rx.icon("square", size=14), "Stop", type="button", color_scheme="red", variant="soft",
+                        on_click=ChatState.stop, data_testid="stop-button"
+                    ),
+                    rx.button(
+                        rx.icon("send", size=14), "Send", type="submit", disabled=ChatState.composer_locked,
+                        data_testid="send-button"
+                    ),
                 ),
                 width="100%",
                 align="end",
@@ -108,7 +125,10 @@ def composer() -> rx.Component:
             reset_on_submit=False,
             width="100%",
         ),
-        rx.cond(ChatState.composer_error != "", rx.text(ChatState.composer_error, color=theme.ERROR_COLOR, size="2", data_testid="composer-error")),
+        rx.cond(
+            ChatState.composer_error != "",
+            rx.text(ChatState.composer_error, color=theme.ERROR_COLOR, size="2", data_testid="composer-error")
+        ),
         width="100%",
         spacing="1",
     )

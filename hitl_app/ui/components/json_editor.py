@@ -61,7 +61,9 @@ class JsonEditor(rx.Component):
     on_change: rx.EventHandler[rx.event.passthrough_event_spec(str)]
 
 
-def json_editor(value: rx.Var[str] | str, on_change: Any, schema: rx.Var | dict[str, Any] | None = None, **props: Any) -> rx.Component:
+def json_editor(
+    value: rx.Var[str] | str, on_change: Any, schema: rx.Var | dict[str, Any] | None = None, **props: Any
+) -> rx.Component:
     """The arguments' JSON editor with the stable test id ``edit-json``.
 
     Args:

@@ -77,7 +77,10 @@ def tool_row(msg: MessageRow) -> rx.Component:
         rx.vstack(
             rx.cond(
                 msg.args_json != "",
-                rx.box(rx.text("Arguments", size="1", color=theme.MUTED), rx.code_block(msg.args_json, language="json", wrap_long_lines=True), width="100%"),
+                rx.box(
+                    rx.text("Arguments", size="1", color=theme.MUTED),
+                    rx.code_block(msg.args_json, language="json", wrap_long_lines=True), width="100%"
+                ),
             ),
             rx.text("Result", size="1", color=theme.MUTED),
             rx.box(rx.text(msg.result, size="2", white_space="pre-wrap", style={"wordBreak": "break-word"}), width="100%"),
@@ -86,7 +89,10 @@ def tool_row(msg: MessageRow) -> rx.Component:
             width="100%",
         ),
         custom_attrs={"data-testid": "message", "data-role": "tool", "data-outcome": msg.outcome},
-        style={"border": "1px solid var(--gray-5)", "borderRadius": "8px", "padding": "6px 10px", "width": "100%", "background": "var(--gray-1)"},
+        style={
+            "border": "1px solid var(--gray-5)", "borderRadius": "8px", "padding": "6px 10px", "width": "100%",
+            "background": "var(--gray-1)"
+        },
     )
 
 
