@@ -177,7 +177,7 @@ class BrowserBench:
         complete = words[n_words - 1] if len(words) >= n_words else b["finalAt"]
         traces = read_traces(self.trace_dir, tid)
         emitted = [t * 1000 for t in traces[-1]["t"]] if traces else []
-        lags = [w - e for w, e in zip(words, emitted)]
+        lags = [w - e for w, e in zip(words, emitted, strict=False)]  # a lost word shortens one side
         in_window = [lt for lt in b["longtasks"] if lt["start"] >= click - 1]
         task_s = after["TaskDuration"] - before["TaskDuration"]
         return {

@@ -174,7 +174,7 @@ def render_table(r: dict[str, Any]) -> str:
     widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(6)]
 
     def line(cols):
-        return "  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cols, widths)))
+        return "  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cols, widths, strict=True)))
 
     smoke = "(smoke: targets not meaningful)" if r.get("smoke") else ""
     title = f"hitl_app streaming benchmark {r.get('label') or ''} {smoke} git {r.get('git')} total {r.get('total_s')} s"

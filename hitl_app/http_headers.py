@@ -99,6 +99,7 @@ class SecurityHeaders:
         self._names = {name for name, _ in self.headers}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve ``scope`` through the wrapped app, adding the security headers to HTTP responses."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

@@ -201,6 +201,7 @@ class PolicyCondition:
         return bool(self.predicate(args or {}))
 
     def __call__(self, request: Any) -> bool:
+        """Whether the tool call in ``request`` (a LangChain ``ToolCallRequest``) must pause for review."""
         state = getattr(request, "state", None)
         memo = state.get(REVIEW_NEED_KEY) if isinstance(state, Mapping) else None
         call_id = request.tool_call.get("id")

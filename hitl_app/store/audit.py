@@ -65,7 +65,9 @@ async def list_decisions(
     Args:
         engine: the app database's async engine.
         owner: the browser id owning the threads (required: no owner, no rows).
-        thread_id, tool_name, decision_type: exact-match filters.
+        thread_id: only this thread (exact match).
+        tool_name: only calls of this tool (exact match).
+        decision_type: only this decision type (exact match).
         limit: at most this many rows.
     """
     if not owner:

@@ -71,7 +71,9 @@ async def claim_review(
     """Record ``decisions`` (one per action request, in order) as the review's audit rows; commits.
 
     Args:
+        session: an open session on the app database.
         review: the pending review the decisions answer.
+        decisions: the typed decisions, one per action request, in order.
         reviewer: the reviewer's name (cut to ``REVIEWER_CHARS``; empty becomes ``anonymous``).
         now: the decision time (aware UTC; default: now). ``waited_seconds`` counts from the
             "requested" row (or from ``now`` when there is none).
@@ -119,6 +121,8 @@ async def release_claim(
     """Undo the claim on ``interrupt_id`` (its audit rows go; the review is answerable again); commits.
 
     Args:
+        session: an open session on the app database.
+        interrupt_id: the review's interrupt id.
         claimed_before: only release a claim made before this time (aware UTC), e.g. a claim left
             by a worker that died; a newer claim may belong to a run that is still starting.
 

@@ -46,9 +46,11 @@ class UTCDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """A datetime on its way into the database, as UTC."""
         return None if value is None else as_utc(value)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """A datetime read back, timezone-aware in UTC (SQLite stores it without a zone)."""
         return None if value is None else as_utc(value)
 
 

@@ -137,7 +137,9 @@ class RunDriver:
         """Take the thread's run lease and start a run task; returns the run id (32 hex chars).
 
         Args:
+            thread_id: the thread to run.
             inp: the graph input (``{"messages": [...]}``, a ``Command(resume=...)``, or ``None``).
+            run_kind: "turn" (a new message), "resume" (a submitted review) or "continue".
             owner: the thread's owner, put into the run config.
             claimed: the interrupt id whose review claim this run carries; if the run ends with
                 that interrupt still pending, the claim is released.

@@ -43,6 +43,8 @@ class Contact(BaseModel):
 
 
 class OrderLine(BaseModel):
+    """One line of the test order (a nested object in the form)."""
+
     sku: str = Field(description="Stock keeping unit")
     qty: int = Field(1, description="How many")
 

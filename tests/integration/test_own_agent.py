@@ -54,8 +54,8 @@ async def test_own_agent_reviews_validates_edits_by_schema_and_runs_the_tool(tmp
     async with open_runtime(settings_for(tmp_path, database_url, HITL_AGENT=spec)) as rt:
         view = await rt.service.load(TID, owner=OWNER)
         assert "Refunded 10.00 on order A-1001." in view.messages[-1].text
-    lines = [json.loads(l) for l in (tmp_path / "support_actions.jsonl").read_text().splitlines()]
-    assert [(l["kind"], l["order_id"], l["amount"]) for l in lines] == [("refund", "A-1001", 10)]
+    lines = [json.loads(line) for line in (tmp_path / "support_actions.jsonl").read_text().splitlines()]
+    assert [(a["kind"], a["order_id"], a["amount"]) for a in lines] == [("refund", "A-1001", 10)]
 
 
 @pytest.mark.parametrize(

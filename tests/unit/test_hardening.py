@@ -28,14 +28,14 @@ def _row(**over: object) -> AuditRow:
 @pytest.mark.parametrize("payload", ['=HYPERLINK("http://x.example","y")', "+1+2", "-2+3", "@SUM(A1)", "\t=1", "\r=1"])
 def test_csv_export_neutralises_spreadsheet_formulas(payload: str) -> None:
     text = to_csv(rows=[_row(reviewer=payload, message=payload)])
-    record = dict(zip(EXPORT_FIELDS, list(csv.reader(io.StringIO(text)))[1]))
+    record = dict(zip(EXPORT_FIELDS, list(csv.reader(io.StringIO(text)))[1], strict=True))
     assert record["reviewer"] == "'" + payload
     assert record["message"] == "'" + payload
 
 
 def test_csv_export_keeps_ordinary_cells_and_numbers() -> None:
     text = to_csv(rows=[_row(message="fine, thanks", waited_seconds=-0.5)])
-    record = dict(zip(EXPORT_FIELDS, list(csv.reader(io.StringIO(text)))[1]))
+    record = dict(zip(EXPORT_FIELDS, list(csv.reader(io.StringIO(text)))[1], strict=True))
     assert record["message"] == "fine, thanks"
     assert record["args_proposed"] == '{"to": "a@b.co"}'
     assert record["waited_seconds"] == "-0.5"  # a number the app wrote, not user text

@@ -103,7 +103,7 @@ def test_tokens_faster_than_the_gap_are_coalesced_and_flushed_when_the_gap_ends(
 
 def test_a_burst_becomes_one_delta_per_gap():
     batcher, published, timers = make(0.016)
-    for i in range(100):  # 100 tokens in 100 ms
+    for _ in range(100):  # 100 tokens in 100 ms
         batcher.append("x")
         timers.advance(0.001)
     batcher.flush()

@@ -126,7 +126,7 @@ class ReviewState(SessionState):
 
     @rx.var
     def approve_all_label(self) -> str:
-        """ "Approve all", or "Approve the rest" once some card is decided (those decisions stay)."""
+        """Label "Approve all", or "Approve the rest" once some card is decided (those decisions stay)."""
         return draft.approve_rest_label(self.cards)
 
     @rx.var
@@ -168,7 +168,7 @@ class ReviewState(SessionState):
 
     @rx.event
     def check_edit(self, form_data: dict[str, Any]) -> None:
-        """ "Check edit" (the editor's form: ``index`` and ``args`` fields); same checks as save_edit."""
+        """Handle "Check edit" (the editor's form: ``index`` and ``args`` fields); same checks as save_edit."""
         raw = form_data.get("index") if isinstance(form_data, dict) else None
         try:
             index = int(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else -1

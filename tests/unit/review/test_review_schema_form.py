@@ -20,7 +20,7 @@ from hitl_app.review.schema_form import (
 )
 
 
-class Priority(str, Enum):
+class Priority(str, Enum):  # noqa: UP042 - models written for Python < 3.11 use (str, Enum); the form must read them
     low = "low"
     high = "high"
 
