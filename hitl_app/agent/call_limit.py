@@ -79,7 +79,7 @@ def _answered(request: Any) -> bool:
     return False
 
 
-def skip_answered_calls(interrupt_on: Mapping[str, InterruptOnConfig]) -> dict[str, InterruptOnConfig]:
+def skip_answered_calls(interrupt_on: Mapping[str, bool | InterruptOnConfig]) -> dict[str, bool | InterruptOnConfig]:
     """A copy of ``interrupt_on`` whose ``when`` is False for calls that already have an answer."""
 
     def wrap(when: Callable[[Any], bool] | None) -> Callable[[Any], bool]:
@@ -90,10 +90,10 @@ def skip_answered_calls(interrupt_on: Mapping[str, InterruptOnConfig]) -> dict[s
 
         return guarded
 
-    out: dict[str, InterruptOnConfig] = {}
+    out: dict[str, bool | InterruptOnConfig] = {}
     for name, config in interrupt_on.items():
         if isinstance(config, Mapping):
-            out[name] = {**config, "when": wrap(config.get("when"))}  # type: ignore[typeddict-item]
+            out[name] = {**config, "when": wrap(config.get("when"))}
         else:
             out[name] = config
     return out

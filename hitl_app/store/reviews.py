@@ -132,7 +132,7 @@ async def release_claim(
     stmt = delete(AuditRecord).where(col(AuditRecord.interrupt_id) == interrupt_id)
     if claimed_before is not None:
         stmt = stmt.where(col(AuditRecord.decided_at) < claimed_before)
-    deleted = (await session.exec(stmt)).rowcount  # type: ignore[call-overload]
+    deleted = (await session.exec(stmt)).rowcount
     if deleted:
         request = await session.get(ReviewRequestRecord, interrupt_id)
         if request is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Table, UniqueConstraint
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
@@ -144,11 +144,16 @@ class Record(SQLModel, table=True):
     amount: float
 
 
+def table_of(model: type[SQLModel]) -> Table:
+    """The SQLAlchemy ``Table`` of a ``table=True`` model."""
+    return model.__table__  # type: ignore[attr-defined]  # set by SQLModel's metaclass, not declared in its types
+
+
 APP_TABLES = [
-    ThreadRecord.__table__,
-    ReviewRequestRecord.__table__,
-    AuditRecord.__table__,
-    OutboxMail.__table__,
-    ToolEffect.__table__,
+    table_of(ThreadRecord),
+    table_of(ReviewRequestRecord),
+    table_of(AuditRecord),
+    table_of(OutboxMail),
+    table_of(ToolEffect),
 ]
 """Tables created in the app database (``Record`` is not one of them)."""

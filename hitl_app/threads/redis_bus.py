@@ -172,7 +172,7 @@ class RedisRunBus:
         Raises:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
         """
-        await self._r.ping()
+        await self._r.ping()  # type: ignore[misc]  # redis-py types ping() for its sync and async clients at once
         await self._fanout.start()
         self._ensure_tasks()
 

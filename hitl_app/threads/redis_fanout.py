@@ -18,7 +18,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 import redis.asyncio as aredis
 
@@ -148,8 +148,8 @@ class PubSubFanout:
             if message is not None:
                 self._dispatch(message)
 
-    def _dispatch(self, message: dict) -> None:
-        kind, channel = message.get("type"), message.get("channel")
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        kind, channel = message["type"], message["channel"]  # redis-py's pub/sub messages always carry both
         if kind == "message":
             handler = self._handlers.get(channel)
             if handler is not None:

@@ -341,7 +341,7 @@ class ThreadService:
         Raises ReviewError("stale") when another worker's run holds the thread, ThreadError
         ("not_started") for any other failure, and re-raises a cancellation after releasing.
         """
-        command = Command(resume={review.interrupt_id: resume_value(decisions)})
+        command: Command[Any] = Command(resume={review.interrupt_id: resume_value(decisions)})
         try:
             return await self.runs.launch(review.thread_id, command, "resume", owner=owner, claimed=review.interrupt_id)
         except BaseException as exc:

@@ -58,7 +58,7 @@ class JsonEditor(rx.Component):
     aria_label: rx.Var[str]
     read_only: rx.Var[bool]
 
-    on_change: rx.EventHandler[rx.event.passthrough_event_spec(str)]
+    on_change: rx.EventHandler[rx.event.passthrough_event_spec(str)]  # type: ignore[type-arg, valid-type]  # Reflex's own idiom
 
 
 def json_editor(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import reflex as rx
+from reflex.event import EventSpec
 
 LIVE_JS_SRC = "/js/live.js"
 """Defines ``window.hitlLive`` (loaded in the page head, before the app's own code)."""
@@ -29,7 +30,7 @@ WATCH_IDLE_S = 900
 """A tab's watcher waits this long (seconds) for a new run before it exits (restarted on any action)."""
 
 
-def live_script(key: str, seq: int, text: str, reset: bool) -> rx.event.EventSpec:
+def live_script(key: str, seq: int, text: str, reset: bool) -> EventSpec:
     """The client call that appends ``text`` to the live bubble ``key`` (``window.hitlLive``).
 
     Append-only: each call carries only new text; ``reset`` replaces the text (a late joiner's

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import reflex as rx
+from reflex.event import EventSpec
 
 from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft, parse_args_json, validate_edit_args
 from hitl_app.review.types import PendingReview, decision_payload
@@ -34,7 +35,7 @@ class ReviewState(SessionState):
     _review_json: str = ""
     _edited: dict[int, dict[str, Any]] = {}
 
-    def _lost(self, action: str, *args: Any) -> rx.event.EventSpec | None:
+    def _lost(self, action: str, *args: Any) -> EventSpec | None:
         """When the tab's server state is gone (expired in Redis, or deleted), the way back.
 
         A fresh state has no browser id: the page's localStorage never reached it (Reflex sends it
