@@ -28,7 +28,6 @@ from hitl_app.agent.policy import (
     PolicyRule,
     ReviewNeedMemo,
     check_rights_arguments,
-    describe_policy,
     interrupt_on_from_policy,
 )
 from hitl_app.agent.state import DeltaAgentState
@@ -58,11 +57,6 @@ class AgentBundle:
     tools_by_name: dict[str, BaseTool]
     policy_rules: list[PolicyRule] = field(default_factory=list)
     interrupt_on: dict[str, bool | InterruptOnConfig] = field(default_factory=dict)
-
-    @property
-    def policy(self) -> list[dict[str, Any]]:
-        """Plain-data description of the policy (one dict per rule)."""
-        return describe_policy(self.policy_rules)
 
 
 def build_demo_agent(

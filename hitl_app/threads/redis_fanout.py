@@ -74,10 +74,6 @@ class PubSubFanout:
                     await task
         await self._pubsub.aclose()
 
-    def channel_count(self) -> int:
-        """Channels subscribed for local listeners (for tests and metrics)."""
-        return len(self._wanted)
-
     @contextlib.asynccontextmanager
     async def listen(self, channel: str) -> AsyncIterator[asyncio.Queue[str]]:
         """Receive ``channel``'s messages (``data`` strings, or ``RESYNC``) while inside the block.

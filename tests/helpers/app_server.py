@@ -3,7 +3,7 @@
 Used by the end-to-end tests, the websocket tests and the benchmark. Each server gets a fresh
 ``HITL_DATA_DIR`` (so its SQLite file, files sandbox and demo records are its own) unless one is
 given, which is how the restart tests reopen the same data. Prod mode serves front end and back end
-on one port (../shared/reference/reflex-offline.md).
+on one port.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_BUILD_LOCK = ROOT / ".web.build-lock"
 
 
 def free_port() -> int:
