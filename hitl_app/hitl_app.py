@@ -1,5 +1,7 @@
 """The Reflex app: pages and the lifespan that opens the database, checkpointer and agent once."""
 
+# Tested by: tests/e2e/test_chat_flow.py - every browser test serves this app
+
 from __future__ import annotations
 
 import contextlib

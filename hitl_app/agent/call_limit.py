@@ -12,6 +12,8 @@ middleware: create_agent chains after_model hooks in reverse list order), and th
 ``skip_answered_calls``.
 """
 
+# Tested by: tests/unit/test_tool_bounds.py
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping

@@ -12,6 +12,8 @@ The reducer must give the same result however LangGraph batches the writes when 
 so it folds ``add_messages`` over each write in order.
 """
 
+# Tested by: tests/integration/test_checkpoint_growth.py - through the built agent's state schema
+
 from __future__ import annotations
 
 from collections.abc import Sequence

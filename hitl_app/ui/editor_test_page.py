@@ -7,6 +7,8 @@ also the reference for wiring the panel into an approval card: one draft (a dict
 edit, the JSON text kept beside it, and the diff computed from the two.
 """
 
+# Tested by: tests/e2e/test_editor_components.py
+
 from __future__ import annotations
 
 import json

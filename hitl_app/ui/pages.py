@@ -1,5 +1,7 @@
 """Pages: ``/`` (opens a new thread), ``/thread/[thread_id]`` (the chat)."""
 
+# Tested by: tests/e2e/test_chat_flow.py
+
 from __future__ import annotations
 
 import reflex as rx

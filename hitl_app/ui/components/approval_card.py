@@ -1,5 +1,7 @@
 """Approval cards: one per action request, with only the buttons its review config allows."""
 
+# Tested by: tests/e2e/test_chat_flow.py
+
 from __future__ import annotations
 
 import reflex as rx

@@ -1,5 +1,7 @@
 """The audit page: a table of decisions with filters and CSV/JSON export buttons."""
 
+# Tested by: tests/e2e/test_audit.py
+
 from __future__ import annotations
 
 import reflex as rx

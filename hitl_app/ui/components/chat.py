@@ -1,5 +1,7 @@
 """The thread column: messages, the live streamed reply, notices, the review and the composer."""
 
+# Tested by: tests/e2e/test_chat_flow.py, tests/e2e/test_streaming.py
+
 from __future__ import annotations
 
 import reflex as rx

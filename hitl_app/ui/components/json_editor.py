@@ -12,6 +12,8 @@ which the app's ``style-src 'unsafe-inline'`` allows.
 The browser's checks are a help only: the server validates the arguments again on submit.
 """
 
+# Tested by: tests/e2e/test_editor_components.py
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,5 +1,7 @@
 """Chat bubbles and compact, expandable tool rows."""
 
+# Tested by: tests/e2e/test_chat_flow.py
+
 from __future__ import annotations
 
 import reflex as rx

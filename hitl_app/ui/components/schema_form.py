@@ -12,6 +12,8 @@ per input), ``edit-form-group`` (an object or array header), ``edit-form-add`` /
 ``edit-mode-json``, ``edit-diff`` with ``edit-diff-row`` (``data-kind``: changed/added/removed).
 """
 
+# Tested by: tests/e2e/test_editor_components.py
+
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -1,5 +1,7 @@
 """The sidebar (threads), the phone menu and the reviewer's name box."""
 
+# Tested by: tests/e2e/test_layout.py
+
 from __future__ import annotations
 
 import reflex as rx

@@ -1,6 +1,8 @@
 """The workspace panel: the outbox, the files and the records table, so a person can check what
 the approved tool calls really did."""
 
+# Tested by: tests/e2e/test_screens.py
+
 from __future__ import annotations
 
 import reflex as rx

@@ -6,6 +6,8 @@ at most one watcher in a server process: a new one retires the previous one at o
 cancelled), so repeated ``watch`` events, forged or from navigating, never pile up tasks.
 """
 
+# Tested by: tests/e2e/test_streaming.py
+
 from __future__ import annotations
 
 import asyncio
