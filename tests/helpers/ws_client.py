@@ -42,6 +42,7 @@ STATE_PATHS: dict[str, str] = {
     "ThreadListState": f"{SESSION}.{_MOD}___thread_list____thread_list_state",
     "ChatState": f"{SESSION}.{_MOD}___chat____chat_state",
     "ReviewState": f"{SESSION}.{_MOD}___review____review_state",
+    "MenuState": f"{ROOT_STATE}.hitl_app___ui___menu_state____menu_state",
 }
 """Short state name -> Reflex full state name (``State.get_full_name()``; checked in the tests)."""
 
@@ -266,9 +267,25 @@ class WsClient:
             what=f"{n or 'some'} approval card(s)",
         )
 
-    async def settle(self, seconds: float = 0.4) -> None:
-        """Let the server answer (for asserting that something did NOT change)."""
-        await asyncio.sleep(seconds)
+    async def round_trip(self, timeout: float = 20) -> None:
+        """Return once the server has processed every event this tab sent before the call.
+
+        Reflex runs a tab's events one at a time, in order. This sends two cheap ones (open, then
+        close the phone menu, which no test reads) and waits for their deltas: when the second
+        arrives, everything sent before it has been handled and its changes have been sent.
+        """
+        for value in (True, False):
+            mark = self.mark()
+            await self.call("MenuState.set_open", value=value)
+            await self.wait_for(
+                lambda c, m=mark, v=value: c.seen_since(m, "MenuState", "open", lambda x: x is v),
+                timeout=timeout,
+                what=f"the round trip's MenuState.open={value}",
+            )
+
+    async def settle(self) -> None:
+        """Wait for a server round trip (for asserting that something did NOT change)."""
+        await self.round_trip()
 
 
 async def open_client(url: str, *, token: str | None = None, browser_id: str | None = None, reviewer: str = "") -> WsClient:

@@ -100,7 +100,7 @@ def test_a_forged_browser_error_report_leaves_one_short_escaped_log_line(server:
                         "router_data": {"pathname": "/", "asPath": "/", "query": {}}
                     }
                 )
-            await c.settle(1.5)
+            await c.settle()
 
     before = server.log_path.stat().st_size
     asyncio.run(report())
@@ -124,7 +124,7 @@ def test_a_flood_of_browser_error_reports_is_rate_limited(server: AppServer):
                         "router_data": {"pathname": "/", "asPath": "/", "query": {}}
                     }
                 )
-            await c.settle(2.0)
+            await c.settle()
 
     before = server.log_path.stat().st_size
     asyncio.run(flood())

@@ -81,7 +81,7 @@ async def _auditor(url: str, done: asyncio.Event) -> tuple[WsClient, int]:
         await c.call(f"{AUDIT}.load")
         loads += 1
         await asyncio.sleep(0.1)
-    await c.settle(0.5)
+    await c.settle()
     return c, loads
 
 

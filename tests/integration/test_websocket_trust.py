@@ -66,9 +66,10 @@ async def submit_and_finish(c: WsClient, timeout: float = 30) -> None:
 
 
 def test_state_paths_are_the_apps_state_names():
+    from hitl_app.ui.menu_state import MenuState
     from hitl_app.ui.state import ChatState, ReviewState, SessionState, ThreadListState
 
-    for cls in (SessionState, ThreadListState, ChatState, ReviewState):
+    for cls in (SessionState, ThreadListState, ChatState, ReviewState, MenuState):
         assert STATE_PATHS[cls.__name__] == cls.get_full_name()
 
 
@@ -153,7 +154,7 @@ async def test_malformed_payloads_change_nothing_and_the_review_stays_answerable
             await c.emit_raw(raw)
         await c.call("ChatState.send", form_data={"__reflex_form_data__": [["text", "actually never mind"]]})
         await c.wait_for(lambda c: "Decide the pending review first" in c.chat.get("composer_error", ""))
-        await c.settle(0.8)
+        await c.settle()
 
         assert c.connected, "the server dropped the websocket"
         cards = c.review["cards"]
@@ -337,7 +338,7 @@ async def test_thread_of_another_browser_is_refused(server: AppServer):
         await intruder.call("ReviewState.choose", index=0, kind="approve")
         await intruder.call("ReviewState.submit")
         await intruder.call("ReviewState.approve_all")
-        await intruder.settle(0.8)
+        await intruder.settle()
         assert intruder.connected
         assert not intruder.chat.get("messages")
         assert app_db.audit_rows(server.data_dir, tid) == []
