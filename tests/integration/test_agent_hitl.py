@@ -8,7 +8,6 @@ import subprocess
 import sys
 import textwrap
 import uuid
-from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
@@ -19,9 +18,10 @@ from hitl_app.agent.demo import DemoChatModel
 from hitl_app.review.tool_messages import Edited, Rejected, read_tool_message
 from hitl_app.store.tables import OutboxMail, ToolEffect
 from tests.helpers.pairing import assert_pairing
+from tests.helpers.paths import ROOT
 from tests.integration.conftest import drive
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = ROOT
 
 
 def cfg() -> dict:

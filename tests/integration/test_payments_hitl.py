@@ -4,7 +4,6 @@ runs exactly once when approved; the card's review rights come from the same pol
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 from langchain.tools import ToolRuntime
 from langgraph.types import Command
@@ -13,9 +12,10 @@ from hitl_app.agent.payments import payments
 from hitl_app.agent.policy import load_policy_toml, rights_by_tool
 from hitl_app.auth.types import Principal, Role
 from hitl_app.review.rights import Card, check_decision, progress
+from tests.helpers.paths import ROOT
 from tests.integration.conftest import drive
 
-TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
+TEAM = ROOT / "examples" / "policies" / "team.toml"
 
 
 async def test_team_policy_pays_once_after_two_reviewers_approve(make_agent, workspace):

@@ -21,8 +21,8 @@ from hitl_app.agent.tools import DemoWorkspace
 from hitl_app.store import inspect
 from hitl_app.store import sqlite as app_sqlite
 from hitl_app.store.db import make_engines
+from tests.helpers.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 WANT = ("wal", app_sqlite.BUSY_TIMEOUT_MS)
 
 

@@ -13,9 +13,8 @@ blocking calls the app could make there (``time.sleep``, a sync SQLModel ``Sessi
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.paths import ROOT
 
 SYNC_GRAPH_METHODS = {
     "get_state", "get_state_history", "update_state", "bulk_update_state", "invoke", "batch", "stream",

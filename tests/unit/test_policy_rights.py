@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from hitl_app.agent.build import build_demo_agent
@@ -16,8 +14,9 @@ from hitl_app.agent.policy import (
     rights_by_tool,
 )
 from hitl_app.review.rights import DEFAULT_RIGHTS, DEFAULT_RULE, ReviewRule
+from tests.helpers.paths import ROOT
 
-TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
+TEAM = ROOT / "examples" / "policies" / "team.toml"
 
 
 def test_default_policy_keeps_single_user_rights_and_pays_with_approve_or_reject():

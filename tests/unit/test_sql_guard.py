@@ -13,7 +13,7 @@ from hitl_app.agent.limits import ToolLimits
 from hitl_app.agent.policy import DEFAULT_POLICY, interrupt_on_from_policy
 from hitl_app.agent.sql_exec import run_read
 from hitl_app.agent.sql_guard import QueryCancel, is_read_only_sql
-from tests.unit.test_tools import call
+from tests.helpers.tool_calls import call
 
 REFUSED = [
     "VACUUM",

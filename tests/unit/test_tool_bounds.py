@@ -20,7 +20,7 @@ from hitl_app.agent.limits import ToolLimits
 from hitl_app.agent.tools import build_tools
 from hitl_app.agent.workspace import DemoWorkspace
 from hitl_app.store.db import make_engines
-from tests.unit.test_tools import call, runtime
+from tests.helpers.tool_calls import call, runtime
 
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
 SLOW_UPDATE = (

@@ -6,26 +6,11 @@ import json
 import os
 
 import pytest
-from langchain.tools import ToolRuntime
 from sqlmodel import Session, select
 
 from hitl_app.agent.sandbox import SandboxError, resolve_in_sandbox
 from hitl_app.store.tables import OutboxMail, ToolEffect
-
-
-def runtime(call_id: str, thread_id: str = "t1") -> ToolRuntime:
-    return ToolRuntime(
-        state={}, context=None, config={"configurable": {"thread_id": thread_id}},
-        stream_writer=lambda _: None, tool_call_id=call_id, store=None,
-    )
-
-
-def call(tool, call_id: str, thread_id: str = "t1", **args):
-    """Invoke like the ToolNode does: a ToolCall dict with the runtime injected -> ToolMessage."""
-    return tool.invoke(
-        {"type": "tool_call", "id": call_id, "name": tool.name,
-         "args": {**args, "runtime": runtime(call_id, thread_id)}}
-    )
+from tests.helpers.tool_calls import call
 
 
 def outbox(workspace):
