@@ -1,5 +1,7 @@
 """Colours, spacing and radii in one place (the accent colour is set once, in ``rxconfig.py``)."""
 
+# Tested by: tests/e2e/test_screens.py - the screenshots
+
 RADIUS = "12px"
 BUBBLE_USER_BG = "var(--indigo-3)"
 BUBBLE_ASSISTANT_BG = "var(--gray-2)"
