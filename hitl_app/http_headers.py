@@ -18,7 +18,7 @@ The Content-Security-Policy is as tight as Reflex 0.10's compiled front end allo
 * ``frame-ancestors 'none'`` (with ``X-Frame-Options: DENY``), ``object-src 'none'``.
 """
 
-# Tested by: tests/integration/test_http_hardening.py, tests/e2e/test_browser_hardening.py - on the served app
+# Tested by: tests/integration/app/test_http_hardening.py, tests/e2e/test_browser_hardening.py - on the served app
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ middleware: create_agent chains after_model hooks in reverse list order), and th
 ``skip_answered_calls``.
 """
 
-# Tested by: tests/unit/test_tool_bounds.py
+# Tested by: tests/unit/agent/test_tool_bounds.py
 
 from __future__ import annotations
 

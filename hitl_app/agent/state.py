@@ -12,7 +12,7 @@ The reducer must give the same result however LangGraph batches the writes when 
 so it folds ``add_messages`` over each write in order.
 """
 
-# Tested by: tests/integration/test_checkpoint_growth.py - through the built agent's state schema
+# Tested by: tests/integration/agent/test_checkpoint_growth.py - through the built agent's state schema
 
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ node had answered them, so the next model call sees a paired history and the thr
 each call has no result. Results of tool calls that finished before the end are kept.
 """
 
-# Tested by: tests/integration/test_run_endings.py - every way a run ends leaves each tool call answered
+# Tested by: tests/integration/threads/test_run_endings.py - every way a run ends leaves each tool call answered
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ between are lost, so the listeners of a re-subscribed channel receive ``RESYNC``
 state they need from Redis.
 """
 
-# Tested by: tests/integration/test_redis_bus.py - through RedisRunBus, on a real Redis
+# Tested by: tests/integration/threads/test_redis_bus.py - through RedisRunBus, on a real Redis
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Drive the running app over its Socket.IO websocket, as a browser tab would, without a browser.
 
-Used by the raw websocket tests (tests/integration/test_websocket_trust.py, test_faults.py) and the
+Used by the raw websocket tests (tests/integration/ui/test_websocket_trust.py, test_faults.py) and the
 benchmark. Protocol (read off real Chromium frames against Reflex 0.10.1):
 
 * connect to ``<url>/_event/?token=<uuid>&EIO=4&transport=websocket``, namespace ``/_event``;
