@@ -19,7 +19,7 @@ export REFLEX_USE_SYSTEM_BUN := true
 export NPM_CONFIG_REGISTRY ?= $(shell npm config get registry 2>/dev/null || echo https://registry.npmjs.org/)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: run test setup setup-test bench bench-smoke clean
+.PHONY: run test lint setup setup-test bench bench-smoke clean
 
 # The stamps hold a copy of the requirements they installed: a file whose time changed but whose
 # content did not (Reflex touches requirements.txt on start) does not reinstall anything.
@@ -54,10 +54,18 @@ export GUNICORN_CMD_ARGS ?= --graceful-timeout 5
 run: setup
 	$(VENV)/bin/reflex run --env prod --backend-host $(HOST) --frontend-port $(PORT) --backend-port $(PORT)
 
-# Two pytest processes: sync Playwright (tests/e2e) keeps an event loop running in the main thread for
-# the rest of its session, which pytest-asyncio's tests cannot share.
-test: setup-test
-	$(PY) -m pytest -q -p no:cacheprovider --ignore=tests/e2e $(PYTEST_ARGS)
+# Lint first (seconds), then two pytest processes: sync Playwright (tests/e2e) keeps an event loop running
+# in the main thread for the rest of its session, which pytest-asyncio's tests cannot share. The non-browser
+# tests run on PYTEST_WORKERS xdist workers (a test file stays on one worker; 0 = no xdist).
+PYTEST_WORKERS ?= 3
+XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+
+lint: setup-test
+	$(VENV)/bin/ruff check hitl_app tests bench
+	$(VENV)/bin/mypy hitl_app
+
+test: lint
+	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) --ignore=tests/e2e $(PYTEST_ARGS)
 	$(PY) -m pytest -q -p no:cacheprovider tests/e2e $(PYTEST_ARGS)
 
 bench: setup-test

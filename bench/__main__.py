@@ -97,7 +97,12 @@ def main(argv: list[str] | None = None) -> int:
             server = _server(data, cfg["wps"], trace)
             try:
                 if 2 in want:
-                    _guard(results, "ws", lambda: {str(n): appbench.run_ws_replies(server.url, n, cfg["repeats"], server.proc.pid) for n in cfg["n_ws"]})
+                    _guard(
+                        results, "ws",
+                        lambda: {
+                            str(n): appbench.run_ws_replies(server.url, n, cfg["repeats"], server.proc.pid) for n in cfg["n_ws"]
+                        }
+                    )
                 if want & {3, 6}:
                     bb = browser.BrowserBench(server.url, trace)
                     try:
@@ -108,7 +113,12 @@ def main(argv: list[str] | None = None) -> int:
                                 return _browser_summary(runs, reviews, bb.errors)
                             _guard(results, "browser", sec3)
                         if 6 in want:
-                            _guard(results, "long_thread", lambda: _long_summary([bb.open_long_thread(long_tid, cfg["long_messages"]) for _ in range(cfg["repeats"])]))
+                            _guard(
+                                results, "long_thread",
+                                lambda: _long_summary(
+                                    [bb.open_long_thread(long_tid, cfg["long_messages"]) for _ in range(cfg["repeats"])]
+                                )
+                            )
                     finally:
                         bb.close()
             finally:
@@ -150,7 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     results["total_s"] = round(time.monotonic() - started, 1)
-    out = args.out or ROOT / "bench" / "results" / (datetime.now().strftime("%Y%m%d-%H%M%S") + ("-smoke" if args.smoke else "") + ".json")
+    out = args.out or ROOT / "bench" / "results" / (
+        datetime.now().strftime("%Y%m%d-%H%M%S") + ("-smoke" if args.smoke else "") + ".json"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(results, indent=2, default=str))
     print(render_table(results))
@@ -166,7 +178,9 @@ def _browser_summary(runs: list[dict[str, Any]], reviews: list[dict[str, Any]], 
         "send_to_complete_ms": summary([r["send_to_complete_ms"] for r in runs]),
         "lag_ms": summary(lags),
         "model_first_to_last_ms": summary([r["model_first_to_last_ms"] for r in runs if r["model_first_to_last_ms"] is not None]),
-        "last_emitted_to_complete_ms": summary([r["last_emitted_to_complete_ms"] for r in runs if r["last_emitted_to_complete_ms"] is not None]),
+        "last_emitted_to_complete_ms": summary(
+            [r["last_emitted_to_complete_ms"] for r in runs if r["last_emitted_to_complete_ms"] is not None]
+        ),
         "main_thread_ms_per_token": summary([r["main_thread_ms_per_token"] for r in runs]),
         "script_s": summary([r["script_s"] for r in runs]),
         "longest_task_ms": summary([r["longest_task_ms"] for r in runs]),

@@ -78,7 +78,7 @@ async def _concurrent(base_url: str, sessions: int, n_words: int, server_pid: in
     errors: list[str] = []
     connected = []
     results = await asyncio.gather(*(c.connect(str(uuid.uuid4())) for c in clients), return_exceptions=True)
-    for c, r in zip(clients, results):
+    for c, r in zip(clients, results, strict=True):
         if isinstance(r, BaseException):
             errors.append(f"connect: {type(r).__name__}: {r}")
         else:
@@ -89,7 +89,10 @@ async def _concurrent(base_url: str, sessions: int, n_words: int, server_pid: in
 
     async def finish(c: ReflexClient) -> None:
         try:
-            await c.wait_for(lambda: not c.streaming() and len(c.messages()) >= 2 and len(c.word_times) >= n_words, timeout=n_words / 20 * 4 + 60)
+            await c.wait_for(
+                lambda: not c.streaming() and len(c.messages()) >= 2 and len(c.word_times) >= n_words,
+                timeout=n_words / 20 * 4 + 60
+            )
         except Exception as exc:  # noqa: BLE001 - counted as an error
             errors.append(f"session {c.thread_id[:8]}: {type(exc).__name__} after {len(c.word_times)} words")
 
@@ -110,7 +113,7 @@ async def _concurrent(base_url: str, sessions: int, n_words: int, server_pid: in
             errors.append(f"session {c.thread_id[:8]}: no model trace")
             continue
         emitted = traces[-1]["t"]
-        lags += [(w - e) * 1000 for w, e in zip(c.word_times, emitted)]
+        lags += [(w - e) * 1000 for w, e in zip(c.word_times, emitted, strict=False)]  # a lost word shortens one side
         if c.messages() and c.messages()[-1]["text"].strip() != c.live_text.strip():
             errors.append(f"session {c.thread_id[:8]}: streamed text differs from the committed message")
     await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)

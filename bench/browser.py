@@ -8,8 +8,8 @@ performance.now()``, the server's model trace uses ``time.time()``; same machine
   are single words, so word k of the DOM text is token k) and stamps the first time the count
   reaches each k. The count is incremental: a batch that only appends text nodes adds the words
   of the new text; anything else inside the bubble recounts it (so the observer's own cost,
-  which is inside the main-thread figure, does not grow with the reply). It also stamps the first appearance of an ``approval-card`` and of a new
-  committed assistant ``message``, and (capture phase) every click on an element with a test id.
+  which is inside the main-thread figure, does not grow with the reply). It also stamps the first appearance of an
+  ``approval-card`` and of a new committed assistant ``message``, and (capture phase) every click on an element with a test id.
 * Per-token lag = DOM time of word k - the time the model emitted token k, read from the model
   trace written in the server (bench/_inject/sitecustomize.py). "Page shows the whole reply" =
   first time N words are in the streaming bubble or the committed message has appeared.
@@ -32,7 +32,9 @@ from bench.common import read_traces, summary
 INIT_JS = r"""
 (() => {
   const now = () => performance.timeOrigin + performance.now();
-  const B = (window.__bench = { words: [], cardAt: null, finalAt: null, clicks: {}, longtasks: [], assistants0: 0, msgsAt: null, msgTarget: -1 });
+  const B = (window.__bench = {
+    words: [], cardAt: null, finalAt: null, clicks: {}, longtasks: [], assistants0: 0, msgsAt: null, msgTarget: -1,
+  });
   try {
     new PerformanceObserver((list) => {
       for (const e of list.getEntries()) B.longtasks.push({ start: performance.timeOrigin + e.startTime, dur: e.duration });
@@ -91,8 +93,10 @@ INIT_JS = r"""
     while (B.words.length < n) B.words.push(t);
     if (!elementAdded) return;  // a card or a committed message adds elements
     if (B.cardAt === null && document.querySelector("[data-testid=approval-card] [data-testid^=decision-]")) B.cardAt = t;
-    if (B.finalAt === null && document.querySelectorAll("[data-testid=message][data-role=assistant]").length > B.assistants0) B.finalAt = t;
-    if (B.msgTarget >= 0 && B.msgsAt === null && document.querySelectorAll("[data-testid=message]").length >= B.msgTarget) B.msgsAt = t;
+    const assistants = () => document.querySelectorAll("[data-testid=message][data-role=assistant]").length;
+    if (B.finalAt === null && assistants() > B.assistants0) B.finalAt = t;
+    const messages = () => document.querySelectorAll("[data-testid=message]").length;
+    if (B.msgTarget >= 0 && B.msgsAt === null && messages() >= B.msgTarget) B.msgsAt = t;
   };
   new MutationObserver(scan).observe(document, { subtree: true, childList: true, characterData: true });
 })();
@@ -128,7 +132,12 @@ class BrowserBench:
         page = context.new_page()
         page.set_default_timeout(120_000)
         page.on("pageerror", lambda e: self.errors.append(f"pageerror: {e}"))
-        page.on("console", lambda m: self.errors.append(f"console: {m.text}") if m.type == "error" and "favicon" not in m.text and "Failed to load resource" not in m.text else None)
+        page.on(
+            "console",
+            lambda m: self.errors.append(f"console: {m.text}")
+            if m.type == "error" and "favicon" not in m.text and "Failed to load resource" not in m.text
+            else None,
+        )
         tid = thread_id or str(uuid.uuid4())
         page.goto(f"{self.base_url}/thread/{tid}")
         page.wait_for_function("() => window.__bench && document.querySelector('[data-testid=composer-input]')")
@@ -150,11 +159,17 @@ class BrowserBench:
             page.wait_for_timeout(300)
             before = _metrics(cdp)
             self._send(page, f"stream {n_words} words")
-            page.wait_for_function(f"() => window.__bench.words.length >= {n_words} || window.__bench.finalAt !== null", timeout=n_words * 200 + 60_000)
+            page.wait_for_function(
+                f"() => window.__bench.words.length >= {n_words} || window.__bench.finalAt !== null",
+                timeout=n_words * 200 + 60_000
+            )
             page.wait_for_function("() => window.__bench.finalAt !== null")
             page.wait_for_timeout(100)
             after = _metrics(cdp)
-            b = page.evaluate("() => ({words: window.__bench.words, finalAt: window.__bench.finalAt, clicks: window.__bench.clicks, longtasks: window.__bench.longtasks})")
+            b = page.evaluate(
+                "() => ({words: window.__bench.words, finalAt: window.__bench.finalAt, clicks: window.__bench.clicks,"
+                " longtasks: window.__bench.longtasks})"
+            )
         finally:
             context.close()
         click = b["clicks"]["send-button"]
@@ -162,7 +177,7 @@ class BrowserBench:
         complete = words[n_words - 1] if len(words) >= n_words else b["finalAt"]
         traces = read_traces(self.trace_dir, tid)
         emitted = [t * 1000 for t in traces[-1]["t"]] if traces else []
-        lags = [w - e for w, e in zip(words, emitted)]
+        lags = [w - e for w, e in zip(words, emitted, strict=False)]  # a lost word shortens one side
         in_window = [lt for lt in b["longtasks"] if lt["start"] >= click - 1]
         task_s = after["TaskDuration"] - before["TaskDuration"]
         return {
@@ -192,7 +207,9 @@ class BrowserBench:
             page.get_by_test_id("approve-all").click()
             page.wait_for_function("() => window.__bench.words.length >= 1 || window.__bench.finalAt !== null", timeout=30_000)
             page.wait_for_function("() => window.__bench.finalAt !== null", timeout=60_000)
-            b2 = page.evaluate("() => ({words: window.__bench.words, finalAt: window.__bench.finalAt, clicks: window.__bench.clicks})")
+            b2 = page.evaluate(
+                "() => ({words: window.__bench.words, finalAt: window.__bench.finalAt, clicks: window.__bench.clicks})"
+            )
         finally:
             context.close()
         traces = read_traces(self.trace_dir, tid)
@@ -222,7 +239,10 @@ class BrowserBench:
             page.get_by_test_id("decision-reject").first.click()
             page.locator("[data-testid=reject-message]").first.wait_for()
             t_ack = page.evaluate("() => performance.timeOrigin + performance.now()")
-            b = page.evaluate("() => ({cardAt: window.__bench.cardAt, msgsAt: window.__bench.msgsAt, origin: performance.timeOrigin, longtasks: window.__bench.longtasks, n: document.querySelectorAll('[data-testid=message]').length})")
+            b = page.evaluate(
+                "() => ({cardAt: window.__bench.cardAt, msgsAt: window.__bench.msgsAt, origin: performance.timeOrigin,"
+                " longtasks: window.__bench.longtasks, n: document.querySelectorAll('[data-testid=message]').length})"
+            )
         finally:
             context.close()
         return {

@@ -42,7 +42,9 @@ async def _floor(n_words: int, wps: float, repeats: int) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 first = last = None
                 tokens = 0
-                run = await bundle.graph.astream_events({"messages": [{"role": "user", "content": f"stream {n_words} words"}]}, config, version="v3")
+                run = await bundle.graph.astream_events(
+                    {"messages": [{"role": "user", "content": f"stream {n_words} words"}]}, config, version="v3"
+                )
                 async with run:
                     async for message in run.messages:
                         async for token in message.text:

@@ -44,10 +44,16 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
         add("1 floor", "error", f["error"])
     n_main = _g(r, "config", "n_main")
     if f and "error" not in f:
-        add("1 floor", f"{n_main} tok @ {_g(r, 'config', 'wps')}/s: start->last token s", _g(f, "main", "total_s", "median"), _g(f, "main", "total_s", "p95"))
+        add(
+            "1 floor", f"{n_main} tok @ {_g(r, 'config', 'wps')}/s: start->last token s", _g(f, "main", "total_s", "median"),
+            _g(f, "main", "total_s", "p95")
+        )
         for n, fl in (f.get("ws") or {}).items():
             add("1 floor", f"{n} tok: start->last token s", _g(fl, "total_s", "median"), _g(fl, "total_s", "p95"))
-        add("1 floor", f"{_g(r, 'config', 'burst_n')} tok unpaced: start->last token s", _g(f, "burst", "total_s", "median"), _g(f, "burst", "total_s", "p95"))
+        add(
+            "1 floor", f"{_g(r, 'config', 'burst_n')} tok unpaced: start->last token s", _g(f, "burst", "total_s", "median"),
+            _g(f, "burst", "total_s", "p95")
+        )
     ws = r.get("ws", {})
     if "error" in ws:
         add("2 websocket", "error", ws["error"])
@@ -58,9 +64,18 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
         add("2 websocket", f"{n} tok: send->last token s", med, _g(w, "send_to_last_token_s", "p95"))
         add("2 websocket", f"{n} tok: app/floor", _ratio(med, _g(f, "ws", n, "total_s", "median")), None)
         b = _g(w, "bytes_ratio", "median")
-        add("2 websocket", f"{n} tok: ws bytes / reply text bytes", b, _g(w, "bytes_ratio", "p95"), "<= 3", None if b is None else b <= 3)
-        add("2 websocket", f"{n} tok: uncompressed payload / text bytes; deflate negotiated", _g(w, "payload_bytes_ratio", "median"), w.get("compressed"))
-        add("2 websocket", f"{n} tok: backend CPU s / 1k tokens", _g(w, "cpu_s_per_1k_tokens", "median"), _g(w, "cpu_s_per_1k_tokens", "p95"))
+        add(
+            "2 websocket", f"{n} tok: ws bytes / reply text bytes", b, _g(w, "bytes_ratio", "p95"), "<= 3",
+            None if b is None else b <= 3
+        )
+        add(
+            "2 websocket", f"{n} tok: uncompressed payload / text bytes; deflate negotiated",
+            _g(w, "payload_bytes_ratio", "median"), w.get("compressed")
+        )
+        add(
+            "2 websocket", f"{n} tok: backend CPU s / 1k tokens", _g(w, "cpu_s_per_1k_tokens", "median"),
+            _g(w, "cpu_s_per_1k_tokens", "p95")
+        )
         add("2 websocket", f"{n} tok: streamed text == committed; errors", w.get("text_matches"), len(w.get("errors") or []))
     br = r.get("browser", {})
     if "error" in br:
@@ -70,28 +85,58 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
         floor_ms = (_g(f, "main", "total_s", "median") or 0) * 1000 or None
         ratio = _ratio(med, floor_ms)
         add("3 browser", f"{n_main} tok: send->whole reply in page ms", med, _g(br, "send_to_complete_ms", "p95"))
-        add("3 browser", f"{n_main} tok: page/floor (headline)", ratio, _ratio(_g(br, "send_to_complete_ms", "p95"), floor_ms), "<= 1.01 (anchor 1.047)", None if ratio is None else ratio <= 1.01)
-        add("3 browser", "model in the app server: first->last token ms", _g(br, "model_first_to_last_ms", "median"), _g(br, "model_first_to_last_ms", "p95"))
-        add("3 browser", "last token emitted -> whole reply in page ms", _g(br, "last_emitted_to_complete_ms", "median"), _g(br, "last_emitted_to_complete_ms", "p95"))
+        add(
+            "3 browser", f"{n_main} tok: page/floor (headline)", ratio, _ratio(_g(br, "send_to_complete_ms", "p95"), floor_ms),
+            "<= 1.01 (anchor 1.047)", None if ratio is None else ratio <= 1.01
+        )
+        add(
+            "3 browser", "model in the app server: first->last token ms", _g(br, "model_first_to_last_ms", "median"),
+            _g(br, "model_first_to_last_ms", "p95")
+        )
+        add(
+            "3 browser", "last token emitted -> whole reply in page ms", _g(br, "last_emitted_to_complete_ms", "median"),
+            _g(br, "last_emitted_to_complete_ms", "p95")
+        )
         l50, l95 = _g(br, "lag_ms", "median"), _g(br, "lag_ms", "p95")
-        add("3 browser", "per-token lag ms (p50 | p95)", l50, l95, "5 | 25 (anchor 6 | 45)", None if l50 is None or l95 is None else l50 <= 5 and l95 <= 25)
+        add(
+            "3 browser", "per-token lag ms (p50 | p95)", l50, l95, "5 | 25 (anchor 6 | 45)",
+            None if l50 is None or l95 is None else l50 <= 5 and l95 <= 25
+        )
         mt = _g(br, "main_thread_ms_per_token", "median")
-        add("3 browser", "main-thread ms / token", mt, _g(br, "main_thread_ms_per_token", "p95"), "<= 0.5 (anchor 8)", None if mt is None else mt <= 0.5)
-        add("3 browser", "longest task ms; long tasks (>50 ms) per reply", _g(br, "longest_task_ms", "median"), _g(br, "long_tasks", "median"))
-        for key, label, limit in (("send_to_first_token_ms", "send -> first token ms", 150), ("submit_to_first_resumed_token_ms", "submit -> first resumed token ms", 50)):
+        add(
+            "3 browser", "main-thread ms / token", mt, _g(br, "main_thread_ms_per_token", "p95"), "<= 0.5 (anchor 8)",
+            None if mt is None else mt <= 0.5
+        )
+        add(
+            "3 browser", "longest task ms; long tasks (>50 ms) per reply", _g(br, "longest_task_ms", "median"),
+            _g(br, "long_tasks", "median")
+        )
+        for key, label, limit in (
+            ("send_to_first_token_ms", "send -> first token ms", 150),
+            ("submit_to_first_resumed_token_ms", "submit -> first resumed token ms", 50)
+        ):
             p = _g(br, key, "p95")
             add("3 browser", label, _g(br, key, "median"), p, f"p95 <= {limit}", None if p is None else p <= limit)
         p = _g(br, "interrupt_to_card_ms", "p95")
-        add("3 browser", "interrupt (model tool call) -> card ms", _g(br, "interrupt_to_card_ms", "median"), p, "p95 <= 25 (anchor 31)", None if p is None else p <= 25)
+        add(
+            "3 browser", "interrupt (model tool call) -> card ms", _g(br, "interrupt_to_card_ms", "median"), p,
+            "p95 <= 25 (anchor 31)", None if p is None else p <= 25
+        )
         add("3 browser", "page errors", len(br.get("page_errors") or []), None, "0", not br.get("page_errors"))
     bu = r.get("burst", {})
     if "error" in bu:
         add("4 burst", "error", bu["error"])
     elif bu:
         m = _g(bu, "send_to_complete_ms", "median")
-        add("4 burst", f"{bu.get('n_words')} tok unpaced: send->whole reply ms", m, _g(bu, "send_to_complete_ms", "p95"), "<= 1500", None if m is None else m <= 1500)
+        add(
+            "4 burst", f"{bu.get('n_words')} tok unpaced: send->whole reply ms", m, _g(bu, "send_to_complete_ms", "p95"),
+            "<= 1500", None if m is None else m <= 1500
+        )
         lt = _g(bu, "longest_task_ms", "median")
-        add("4 burst", "longest main-thread task ms", lt, _g(bu, "longest_task_ms", "p95"), "<= 100", None if lt is None else lt <= 100)
+        add(
+            "4 burst", "longest main-thread task ms", lt, _g(bu, "longest_task_ms", "p95"), "<= 100",
+            None if lt is None else lt <= 100
+        )
     co = r.get("concurrency", {})
     if "error" in co:
         add("5 concurrency", "error", co["error"])
@@ -100,7 +145,10 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
             continue
         p = _g(c, "lag_ms", "p95")
         big = int(k) >= 50
-        add("5 concurrency", f"{k} sessions x {c['n_words']} tok: lag ms (p50 | p95)", _g(c, "lag_ms", "p50"), p, "p95 <= 50" if big else "", (p is not None and p <= 50) if big else None)
+        add(
+            "5 concurrency", f"{k} sessions x {c['n_words']} tok: lag ms (p50 | p95)", _g(c, "lag_ms", "p50"), p,
+            "p95 <= 50" if big else "", (p is not None and p <= 50) if big else None
+        )
         add("5 concurrency", f"{k} sessions: errors", c["errors"], None, "0", c["errors"] == 0)
         add("5 concurrency", f"{k} sessions: backend RSS MB (before | peak)", c.get("rss_mb_before"), c.get("rss_mb_peak"))
     lo = r.get("long_thread", {})
@@ -108,8 +156,14 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
         add("6 long thread", "error", lo["error"])
     elif lo:
         m = _g(lo, "interactive_ms", "median")
-        add("6 long thread", f"{lo.get('messages_in_dom')} messages + review: navigation -> interactive ms", m, _g(lo, "interactive_ms", "p95"), "<= 1000", None if m is None else m <= 1000)
-        add("6 long thread", "first click round trip ms; longest task ms", _g(lo, "first_click_round_trip_ms", "median"), _g(lo, "longest_task_ms", "median"))
+        add(
+            "6 long thread", f"{lo.get('messages_in_dom')} messages + review: navigation -> interactive ms", m,
+            _g(lo, "interactive_ms", "p95"), "<= 1000", None if m is None else m <= 1000
+        )
+        add(
+            "6 long thread", "first click round trip ms; longest task ms", _g(lo, "first_click_round_trip_ms", "median"),
+            _g(lo, "longest_task_ms", "median")
+        )
     return out
 
 
@@ -118,6 +172,10 @@ def render_table(r: dict[str, Any]) -> str:
     head = ("section", "metric", "median", "p95", "target", "met")
     body = [(s, m, _fmt(a), _fmt(b), t, "" if ok is None else ("yes" if ok else "NO")) for s, m, a, b, t, ok in rows(r)]
     widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(6)]
-    line = lambda cols: "  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cols, widths)))  # noqa: E731
-    title = f"hitl_app streaming benchmark {r.get('label') or ''} {'(smoke: targets not meaningful)' if r.get('smoke') else ''} git {r.get('git')} total {r.get('total_s')} s"
+
+    def line(cols):
+        return "  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cols, widths, strict=True)))
+
+    smoke = "(smoke: targets not meaningful)" if r.get("smoke") else ""
+    title = f"hitl_app streaming benchmark {r.get('label') or ''} {smoke} git {r.get('git')} total {r.get('total_s')} s"
     return "\n".join([title, line(head), line(["-" * w for w in widths]), *(line(b) for b in body)])

@@ -30,9 +30,15 @@ async def _seed(data_dir: Path, n_messages: int) -> str:
         history = []
         for i in range(max(0, n_messages - 2)):
             if i % 2 == 0:
-                history.append(HumanMessage(content=f"Question {i // 2}: what does the report say about item {i}?", id=f"seed-h-{i}"))
+                history.append(
+                    HumanMessage(content=f"Question {i // 2}: what does the report say about item {i}?", id=f"seed-h-{i}")
+                )
             else:
-                history.append(AIMessage(content=f"Item {i} is **fine**. The quick brown fox jumps over a lazy dog, message {i}.", id=f"seed-a-{i}"))
+                history.append(
+                    AIMessage(
+                        content=f"Item {i} is **fine**. The quick brown fox jumps over a lazy dog, message {i}.", id=f"seed-a-{i}"
+                    )
+                )
         await service.graph.aupdate_state(service.config(tid), {"messages": history}, as_node="model")
         await service.start_turn(tid, "email alice@example.com about the report: it is ready", owner=None)
         await service.wait(tid, timeout=120)

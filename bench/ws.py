@@ -95,7 +95,10 @@ class ReflexClient:
 
     def _event(self, name: str, payload: dict[str, Any]) -> dict[str, Any]:
         path = f"/thread/{self.thread_id}"
-        return {"name": name, "payload": payload, "router_data": {"pathname": path, "asPath": path, "query": {"thread_id": self.thread_id}}}
+        return {
+            "name": name, "payload": payload,
+            "router_data": {"pathname": path, "asPath": path, "query": {"thread_id": self.thread_id}}
+        }
 
     async def emit(self, name: str, payload: dict[str, Any]) -> float:
         """Send one event; returns the ``time.time()`` just before sending."""

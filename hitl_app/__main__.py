@@ -12,6 +12,8 @@ creates the app's tables when they are missing. Commands::
 Exit status: 0 on success, 1 when the change is refused (the reason goes to stderr), 2 on bad usage.
 """
 
+# Tested by: tests/integration/auth/test_auth_cli.py - runs `python -m hitl_app` as a person would
+
 from __future__ import annotations
 
 import argparse

@@ -1,5 +1,7 @@
 """The Reflex app: pages and the lifespan that opens the database, checkpointer and agent once."""
 
+# Tested by: tests/e2e/test_chat_flow.py - every browser test serves this app
+
 from __future__ import annotations
 
 import contextlib
@@ -19,13 +21,13 @@ from hitl_app.runtime import open_runtime
 from hitl_app.ui.audit_state import AuditState
 from hitl_app.ui.components.audit import audit_page
 from hitl_app.ui.components.desk_pages import grants_page, metrics_page
+from hitl_app.ui.debug_hooks import probe_routes
 from hitl_app.ui.desk_pages_state import GrantsState, MetricsState
 from hitl_app.ui.desk_state import COUNTDOWN_JS_SRC
-from hitl_app.ui.debug_hooks import probe_routes
+from hitl_app.ui.editor_test_page import register_test_pages
 from hitl_app.ui.pages import index, thread_page
 from hitl_app.ui.state import ChatState, IndexState
 from hitl_app.ui.state.live import LIVE_JS_SRC, STICK_TO_BOTTOM_JS_SRC
-from hitl_app.ui.editor_test_page import register_test_pages
 
 logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 quiet_noisy_loggers()

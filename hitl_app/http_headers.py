@@ -7,15 +7,18 @@ The Content-Security-Policy is as tight as Reflex 0.10's compiled front end allo
 
 * ``script-src 'self'`` plus the SHA-256 hashes of the inline ``<script>`` blocks that the build
   wrote into its prerendered HTML pages (theme switch, React Router hydration data) and of the
-  app's own head scripts (which React Helmet inserts at run time). A script that is not part of the build, e.g. in an HTML file written into the
-  static folder later, does not run. ``'unsafe-eval'`` stays: Reflex runs the JavaScript of
-  ``rx.call_script`` events (the live-streaming updates and the scroll helper) with ``eval``.
+  app's own head scripts (which React Helmet inserts at run time). A script that is not part of
+  the build, e.g. in an HTML file written into the static folder later, does not run.
+  ``'unsafe-eval'`` stays: Reflex runs the JavaScript of ``rx.call_script`` events (the
+  live-streaming updates and the scroll helper) with ``eval``.
 * ``style-src 'self' 'unsafe-inline'``: Emotion and Radix inject ``<style>`` elements and
   ``style=""`` attributes at run time.
 * ``img-src 'self' data:`` and ``connect-src 'self'`` (same-origin ``ws://``/``wss://`` included),
   so model text cannot make the browser contact another origin.
 * ``frame-ancestors 'none'`` (with ``X-Frame-Options: DENY``), ``object-src 'none'``.
 """
+
+# Tested by: tests/integration/app/test_http_hardening.py, tests/e2e/test_browser_hardening.py - on the served app
 
 from __future__ import annotations
 
@@ -98,6 +101,7 @@ class SecurityHeaders:
         self._names = {name for name, _ in self.headers}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve ``scope`` through the wrapped app, adding the security headers to HTTP responses."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

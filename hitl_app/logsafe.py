@@ -57,10 +57,10 @@ def safe_url(url: str) -> str:
 
 
 def one_log_line(text: str, *, limit: int = MAX_REPORT_BYTES) -> str:
-    """``text`` as one line of at most ``limit`` UTF-8 bytes plus a ``[truncated N chars]`` note.
+    r"""``text`` as one line of at most ``limit`` UTF-8 bytes plus a ``[truncated N chars]`` note.
 
     Backslash, CR, LF, tab and every other control character (C0, DEL, C1, line/paragraph
-    separators) are written as escapes (``\\n``, ``\\x1b``, ``\\u2028``), so the result never
+    separators) are written as escapes (``\n``, ``\x1b``, ``\u2028``), so the result never
     starts a new log line nor carries terminal escape sequences.
     """
     head = text[: limit + 1]

@@ -26,7 +26,7 @@ Every knob the app has lives here, so no other module reads ``os.environ``. Vari
 | HITL_RUNS_PER_OWNER | ``3``                | runs one owner may have going at once (per worker)        |
 | HITL_MESSAGES_PER_MINUTE | ``30``          | new messages per owner per minute (per worker)            |
 | HITL_MAX_RUNS      | ``32``                | runs going at once in one worker, all owners together     |
-| HITL_ALLOWED_ORIGINS | the app's own address | comma-separated origins whose pages may use the app (CORS, websocket); see ``allowed_origins`` |
+| HITL_ALLOWED_ORIGINS | the app's own address | origins (comma-separated) whose pages may use the app: ``allowed_origins`` |
 
 Bounds of each demo tool call (``hitl_app.agent.limits.ToolLimits``):
 
@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,17 +196,17 @@ def allowed_origins(env: dict[str, str] | None = None) -> list[str]:
     Raises:
         ValueError: an entry that is not ``scheme://host[:port]`` or is ``*``.
     """
-    env = os.environ if env is None else env
-    explicit = [o.strip().rstrip("/") for o in env.get("HITL_ALLOWED_ORIGINS", "").split(",") if o.strip()]
+    environ: Mapping[str, str] = os.environ if env is None else env
+    explicit = [o.strip().rstrip("/") for o in environ.get("HITL_ALLOWED_ORIGINS", "").split(",") if o.strip()]
     for origin in explicit:
         scheme, sep, rest = origin.partition("://")
         if origin == "*" or not sep or scheme not in ("http", "https") or not rest or "/" in rest:
             raise ValueError(f"HITL_ALLOWED_ORIGINS: {origin!r} is not an origin like https://chat.example.com")
     if explicit:
         return explicit
-    port = env.get("REFLEX_FRONTEND_PORT") or env.get("REFLEX_BACKEND_PORT") or "3000"
+    port = environ.get("REFLEX_FRONTEND_PORT") or environ.get("REFLEX_BACKEND_PORT") or "3000"
     hosts = list(_LOOPBACK)
-    host = env.get("REFLEX_BACKEND_HOST", "")
+    host = environ.get("REFLEX_BACKEND_HOST", "")
     if host and host not in ("0.0.0.0", "::", "::1", *hosts):
         hosts.append(host)
     return [f"http://{h}:{port}" for h in hosts]

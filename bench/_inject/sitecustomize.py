@@ -4,8 +4,8 @@ Put on ``PYTHONPATH`` of the app server by ``bench`` (never by the app). When
 ``HITL_BENCH_TRACE_DIR`` is set, ``DemoChatModel._astream`` is wrapped so that every content
 chunk's ``time.time()`` is kept in memory and written, when the model call ends, to
 ``<dir>/<thread_id>.<monotonic_ns>.json`` as ``{"thread_id": str, "t": [float seconds, ...],
-"t_end": float (the last chunk, e.g. the tool calls), "words": int}``. One list append per token; the file is written once per model call, after the
-last token, so the trace does not slow the stream it measures. The thread id comes from
+"t_end": float (the last chunk, e.g. the tool calls), "words": int}``. One list append per token; the file is
+written once per model call, after the last token, so the trace does not slow the stream it measures. The thread id comes from
 LangGraph's run config (``langgraph.config.get_config()``).
 """
 

@@ -10,6 +10,7 @@ from hitl_app.agent.build import AgentBundle, build_demo_agent
 from hitl_app.agent.checkpoint import open_checkpointer
 from hitl_app.agent.demo import DemoChatModel
 from hitl_app.agent.guards import RepeatedRejectionGuard
+from hitl_app.agent.limits import ToolLimits
 from hitl_app.agent.models import ModelConfigError, make_model
 from hitl_app.agent.policy import (
     DEFAULT_POLICY,
@@ -19,7 +20,6 @@ from hitl_app.agent.policy import (
     interrupt_on_from_policy,
     load_policy_toml,
 )
-from hitl_app.agent.limits import ToolLimits
 from hitl_app.agent.sandbox import SandboxError, resolve_in_sandbox
 from hitl_app.agent.sql_guard import is_read_only_sql
 from hitl_app.agent.tools import build_tools

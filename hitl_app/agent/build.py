@@ -30,7 +30,6 @@ from hitl_app.agent.policy import (
     PolicyRule,
     ReviewNeedMemo,
     check_rights_arguments,
-    describe_policy,
     interrupt_on_from_policy,
 )
 from hitl_app.agent.state import DeltaAgentState
@@ -59,12 +58,7 @@ class AgentBundle:
     graph: Any
     tools_by_name: dict[str, BaseTool]
     policy_rules: list[PolicyRule] = field(default_factory=list)
-    interrupt_on: dict[str, InterruptOnConfig] = field(default_factory=dict)
-
-    @property
-    def policy(self) -> list[dict[str, Any]]:
-        """Plain-data description of the policy (one dict per rule)."""
-        return describe_policy(self.policy_rules)
+    interrupt_on: dict[str, bool | InterruptOnConfig] = field(default_factory=dict)
 
 
 def build_demo_agent(
@@ -86,7 +80,8 @@ def build_demo_agent(
     """
     workspace.ensure()
     tools = build_tools(workspace)
-    check_rights_arguments(list(policy_rules), {t.name: set(t.tool_call_schema.model_fields) for t in tools})
+    # the built-in tools are StructuredTools whose call schema is a pydantic v2 model
+    check_rights_arguments(list(policy_rules), {t.name: set(t.tool_call_schema.model_fields) for t in tools})  # type: ignore[union-attr]
     policy_interrupt_on = interrupt_on_from_policy(list(policy_rules), workspace.demo_db_path)
     interrupt_on = skip_answered_calls(policy_interrupt_on)  # calls over the limit already have an answer
     if grant_check is not None:

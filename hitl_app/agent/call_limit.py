@@ -12,6 +12,8 @@ middleware: create_agent chains after_model hooks in reverse list order), and th
 ``skip_answered_calls``.
 """
 
+# Tested by: tests/unit/agent/test_tool_bounds.py
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -79,7 +81,7 @@ def _answered(request: Any) -> bool:
     return False
 
 
-def skip_answered_calls(interrupt_on: Mapping[str, InterruptOnConfig]) -> dict[str, InterruptOnConfig]:
+def skip_answered_calls(interrupt_on: Mapping[str, bool | InterruptOnConfig]) -> dict[str, bool | InterruptOnConfig]:
     """A copy of ``interrupt_on`` whose ``when`` is False for calls that already have an answer."""
 
     def wrap(when: Callable[[Any], bool] | None) -> Callable[[Any], bool]:
@@ -90,10 +92,10 @@ def skip_answered_calls(interrupt_on: Mapping[str, InterruptOnConfig]) -> dict[s
 
         return guarded
 
-    out: dict[str, InterruptOnConfig] = {}
+    out: dict[str, bool | InterruptOnConfig] = {}
     for name, config in interrupt_on.items():
         if isinstance(config, Mapping):
-            out[name] = {**config, "when": wrap(config.get("when"))}  # type: ignore[typeddict-item]
+            out[name] = {**config, "when": wrap(config.get("when"))}
         else:
             out[name] = config
     return out

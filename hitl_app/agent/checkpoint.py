@@ -17,7 +17,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from hitl_app.settings import DatabaseURL
 
-
 SETUP_LOCK_KEY = 7_463_521_002
 """PostgreSQL advisory-lock key held while the checkpointer's migrations run."""
 
@@ -58,7 +57,8 @@ async def open_checkpointer(
 async def _postgres_saver(conninfo: str, pool_size: int) -> AsyncIterator[BaseCheckpointSaver]:
     """An ``AsyncPostgresSaver`` on a connection pool, its migrations run once (see below)."""
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-    from psycopg.rows import dict_row
+    from psycopg import AsyncConnection
+    from psycopg.rows import DictRow, dict_row
     from psycopg_pool import AsyncConnectionPool
 
     # check: a connection the server closed while it sat idle in the pool (a restart, an idle
@@ -69,17 +69,21 @@ async def _postgres_saver(conninfo: str, pool_size: int) -> AsyncIterator[BaseCh
         max_size=pool_size,
         check=AsyncConnectionPool.check_connection,
         open=False,
+        connection_class=AsyncConnection[DictRow],
         kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
     )
     await pool.open()
     try:
-        saver = AsyncPostgresSaver(pool)  # type: ignore[arg-type]
+        saver = AsyncPostgresSaver(pool)
         # Several workers may start at once: run the (idempotent) migrations one at a time.
         # Poll with pg_try_advisory_lock instead of blocking in pg_advisory_lock: a blocked
         # statement holds a snapshot, which the migrations' CREATE INDEX CONCURRENTLY
         # would wait for - an undetected deadlock.
         async with pool.connection() as conn:
-            while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (SETUP_LOCK_KEY,))).fetchone())["ok"]:
+            while True:
+                row = await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (SETUP_LOCK_KEY,))).fetchone()
+                if row is not None and row["ok"]:
+                    break
                 await asyncio.sleep(0.1)
             try:
                 await saver.setup()

@@ -19,10 +19,11 @@ after the last ``HumanMessage``.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, hook_config
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolCall, ToolMessage
 from langgraph.runtime import Runtime
 
 from hitl_app.review.tool_messages import GUARD_SOURCE, Rejected, read_tool_message
@@ -37,7 +38,7 @@ SIBLING_TEXT = (
 )
 
 
-def call_signature(tool_call: dict[str, Any]) -> tuple[str, str]:
+def call_signature(tool_call: Mapping[str, Any]) -> tuple[str, str]:
     """``(name, canonical JSON of args)``: two calls are identical when these are equal."""
     return tool_call.get("name", ""), json.dumps(
         tool_call.get("args") or {}, sort_keys=True, default=str
@@ -55,15 +56,15 @@ def rejected_in_turn(messages: list[Any]) -> set[tuple[str, str]]:
         if isinstance(messages[i], HumanMessage):
             start = i
             break
-    calls: dict[str, dict[str, Any]] = {}
+    calls: dict[str | None, ToolCall] = {}
     rejected: set[tuple[str, str]] = set()
     for m in messages[start:]:
         if isinstance(m, AIMessage):
             for tc in m.tool_calls:
                 calls[tc["id"]] = tc
         elif isinstance(m, ToolMessage) and isinstance(read_tool_message(m), Rejected):
-            if (tc := calls.get(m.tool_call_id)) is not None:
-                rejected.add(call_signature(tc))
+            if (call := calls.get(m.tool_call_id)) is not None:
+                rejected.add(call_signature(call))
     return rejected
 
 

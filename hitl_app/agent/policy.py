@@ -39,11 +39,11 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, InterruptOnConfig
 from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolCall
 from langgraph.runtime import Runtime
 
 from hitl_app.agent.sql_guard import is_read_only_sql
@@ -56,7 +56,10 @@ from hitl_app.review.rights_policy import (
     ToolRights,
     parse_tool_rights,
 )
-from hitl_app.review.types import DECISION_TYPES
+from hitl_app.review.types import DECISION_TYPES, DecisionType
+
+if TYPE_CHECKING:  # the type of InterruptOnConfig["description"]; LangChain does not export it
+    from langchain.agents.middleware.human_in_the_loop import _DescriptionFactory
 
 
 class PolicyError(StartupError):
@@ -164,7 +167,7 @@ def interrupt_on_from_policy(
     for rule in rules:
         validate_rule(rule, source="policy")
         config: InterruptOnConfig = {
-            "allowed_decisions": list(rule.allowed_decisions),  # type: ignore[typeddict-item]
+            "allowed_decisions": cast(list[DecisionType], list(rule.allowed_decisions)),  # checked by validate_rule
             "description": _describer(rule),
         }
         if rule.condition:
@@ -174,8 +177,8 @@ def interrupt_on_from_policy(
     return result
 
 
-def _describer(rule: PolicyRule) -> Callable[[Any, Any, Any], str]:
-    def describe(tool_call: Any, state: Any, runtime: Any) -> str:
+def _describer(rule: PolicyRule) -> _DescriptionFactory:
+    def describe(tool_call: ToolCall, state: AgentState[Any], runtime: Runtime[Any]) -> str:
         return render_description(rule.description, tool_call["name"], tool_call.get("args") or {})
 
     return describe
@@ -206,6 +209,7 @@ class PolicyCondition:
         return bool(self.predicate(args or {}))
 
     def __call__(self, request: Any) -> bool:
+        """Whether the tool call in ``request`` (a LangChain ``ToolCallRequest``) must pause for review."""
         state = getattr(request, "state", None)
         memo = state.get(REVIEW_NEED_KEY) if isinstance(state, Mapping) else None
         call_id = request.tool_call.get("id")
@@ -237,7 +241,7 @@ class ReviewNeedMemo(AgentMiddleware):
         interrupt_on: the mapping built by ``interrupt_on_from_policy``.
     """
 
-    state_schema = _ReviewNeedState  # type: ignore[assignment]
+    state_schema = _ReviewNeedState
 
     def __init__(self, interrupt_on: Mapping[str, Any]) -> None:
         super().__init__()
@@ -250,7 +254,8 @@ class ReviewNeedMemo(AgentMiddleware):
     def after_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
         """Returns ``{REVIEW_NEED_KEY: {tool_call_id: bool}}`` for the last AIMessage, or None."""
         last = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
-        known = state.get(REVIEW_NEED_KEY) or {}
+        stored = state.get(REVIEW_NEED_KEY)
+        known: Mapping[str, Any] = stored if isinstance(stored, Mapping) else {}
         answers: dict[str, bool] = {}
         for tool_call in last.tool_calls if last is not None else ():
             condition = self.conditions.get(tool_call["name"])

@@ -52,7 +52,8 @@ def fetch_bounded(cur: sqlite3.Cursor, limits: ToolLimits) -> tuple[list[str], l
     ``note`` is None when nothing was cut off, else a plain sentence saying what was.
     """
     columns = [d[0] for d in cur.description]
-    size, rows, note = len(json.dumps(columns)) + 100, [], None
+    size, note = len(json.dumps(columns)) + 100, None
+    rows: list[Any] = []
     while True:
         row = cur.fetchone()
         if row is None:

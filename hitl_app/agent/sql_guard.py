@@ -36,8 +36,8 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 from sqlalchemy.schema import CreateTable
 
 from hitl_app.agent.limits import ToolLimits
-from hitl_app.store.tables import Record
 from hitl_app.store import sqlite as app_sqlite
+from hitl_app.store.tables import Record, table_of
 
 MAX_QUERY_CHARS = 100_000
 """The longest SQL text the tools accept (``SQLITE_LIMIT_SQL_LENGTH``)."""
@@ -46,7 +46,7 @@ LEDGER_TABLE = "hitl_tool_effects"
 """The table in each demo database that records the result of each executed write (see sql_exec)."""
 
 DEMO_SCHEMA: tuple[str, ...] = (
-    str(CreateTable(Record.__table__, if_not_exists=True).compile(dialect=sqlite_dialect.dialect())).strip(),
+    str(CreateTable(table_of(Record), if_not_exists=True).compile(dialect=sqlite_dialect.dialect())).strip(),
 )
 """DDL of the demo database as seeded: the schema read-only SQL is classified against."""
 

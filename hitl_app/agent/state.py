@@ -12,16 +12,17 @@ The reducer must give the same result however LangGraph batches the writes when 
 so it folds ``add_messages`` over each write in order.
 """
 
+# Tested by: tests/integration/agent/test_checkpoint_growth.py - through the built agent's state schema
+
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Required, cast
 
 from langchain.agents.middleware.types import AgentState
 from langchain_core.messages import AnyMessage
 from langgraph.channels.delta import DeltaChannel
-from langgraph.graph.message import add_messages
-from typing_extensions import Required
+from langgraph.graph.message import Messages, add_messages
 
 SNAPSHOT_EVERY = 100
 """Updates of ``messages`` between two full copies (LangGraph's default; about 50 turns)."""
@@ -33,9 +34,10 @@ def fold_messages(messages: list[AnyMessage], writes: Sequence[Any]) -> list[Any
     Each write is what a node returned for ``messages`` (a message, a list of them, dicts, or
     ``RemoveMessage``s). Returns the new list; ``messages`` is not changed.
     """
+    folded = cast(Messages, messages)  # add_messages takes and returns a wider type than it uses here
     for write in writes:
-        messages = add_messages(messages, write)
-    return messages
+        folded = add_messages(folded, write)
+    return cast(list[AnyMessage], folded)
 
 
 class DeltaAgentState(AgentState):

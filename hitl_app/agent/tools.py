@@ -196,7 +196,7 @@ def _sleep(wait: float) -> str:
 
 def _invalid_arguments(exc: Exception) -> str:
     """The ToolMessage text for arguments that do not fit a tool's schema (the tool did not run)."""
-    errors = getattr(exc, "errors", lambda: [])()
+    errors: list[dict[str, Any]] = getattr(exc, "errors", lambda: [])()
     parts = []
     for err in errors[:3]:
         field = ".".join(str(p) for p in err.get("loc", ())) or "arguments"

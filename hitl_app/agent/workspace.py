@@ -44,9 +44,9 @@ from hitl_app.agent.limits import ToolLimits
 from hitl_app.agent.sandbox import SandboxError, check_quota, resolve_in_sandbox
 from hitl_app.agent.sql_exec import LEDGER_DDL, read_records, run_read, run_write_once
 from hitl_app.agent.sql_guard import DEMO_SCHEMA, QueryCancel, is_read_only_sql
-from hitl_app.store.owners import OwnerSpace, owner_space
 from hitl_app.store import sqlite as app_sqlite
-from hitl_app.store.tables import OutboxMail, ToolEffect
+from hitl_app.store.owners import OwnerSpace, owner_space
+from hitl_app.store.tables import OutboxMail, ToolEffect, table_of
 
 EMAIL_PATTERN = r"^[^@\s<>,;:\"]+@[^@\s<>,;:\"]+\.[A-Za-z]{2,}$"
 _EMAIL_RE = re.compile(EMAIL_PATTERN)
@@ -156,7 +156,7 @@ class DemoWorkspace:
         """Create what is missing (idempotent): the ``outbox`` and ``tool_effects`` tables (with
         their ``owner`` column) in the app database, and the anonymous owner's space."""
         with self._setup_lock():
-            SQLModel.metadata.create_all(self.engine, tables=[OutboxMail.__table__, ToolEffect.__table__])
+            SQLModel.metadata.create_all(self.engine, tables=[table_of(OutboxMail), table_of(ToolEffect)])
             _add_owner_columns(self.engine)
         self._ready.clear()  # like a restart: each owner's demo database is checked again on next use
         self.space("")

@@ -167,6 +167,7 @@ class AuthRoutes:
         return self._ok(request, token, as_json, _safe_next(fields.get("next") or self.after_sign_in))
 
     async def sign_in(self, request: Request) -> Response:
+        """``POST /auth/sign-in`` (email, password, next): sets the session cookie."""
         async def act(f: dict[str, str], client: str) -> str:
             return await sessions.sign_in(
                 engine=self.get_engine(), email=f.get("email", ""), password=f.get("password", ""),
@@ -176,6 +177,7 @@ class AuthRoutes:
         return await self._form_action(request, act)
 
     async def first_run(self, request: Request) -> Response:
+        """``POST /auth/first-run`` (email, name, password): creates the admin while none exists, signs in."""
         async def act(f: dict[str, str], client: str) -> str:
             await accounts.create_admin(
                 engine=self.get_engine(), email=f.get("email", ""), display_name=f.get("name", ""),
@@ -189,6 +191,7 @@ class AuthRoutes:
         return await self._form_action(request, act)
 
     async def accept_invite(self, request: Request) -> Response:
+        """``POST /auth/invite`` (token, name, password): accepts an invite and signs the new account in."""
         async def act(f: dict[str, str], client: str) -> str:
             who = await accounts.accept_invite(
                 engine=self.get_engine(), token=f.get("token", ""), display_name=f.get("name", ""),
@@ -202,6 +205,7 @@ class AuthRoutes:
         return await self._form_action(request, act, lambda f: f"/invite/{quote(f.get('token', ''), safe='')}")
 
     async def sign_out(self, request: Request) -> Response:
+        """``POST /auth/sign-out`` (everywhere=1 ends every session of the account): clears the cookie."""
         if not _same_site(request):
             return JSONResponse({"error": "Cross-site request refused"}, status_code=403)
         fields, as_json = await _fields(request)
@@ -216,6 +220,7 @@ class AuthRoutes:
         return response
 
     async def oidc_login(self, request: Request) -> Response:
+        """``GET /auth/oidc/login``: redirects to the provider (404 when single sign-on is not configured)."""
         if self.oidc is None:
             return JSONResponse({"error": "Single sign-on is not configured"}, status_code=404)
         try:
@@ -231,6 +236,7 @@ class AuthRoutes:
         return response
 
     async def oidc_callback(self, request: Request) -> Response:
+        """``GET /auth/oidc/callback``: checks the provider's answer and signs the account in."""
         if self.oidc is None:
             return JSONResponse({"error": "Single sign-on is not configured"}, status_code=404)
         state, nonce, verifier = (request.cookies.get(OIDC_COOKIE, "").split(".") + ["", "", ""])[:3]
@@ -277,7 +283,9 @@ def auth_routes(
     ]
 
 
-def auth_app(*, get_engine: Callable[[], AsyncEngine], config: AuthConfig | None = None, oidc: OidcClient | None = None, **pages: str) -> Starlette:
+def auth_app(
+    *, get_engine: Callable[[], AsyncEngine], config: AuthConfig | None = None, oidc: OidcClient | None = None, **pages: str
+) -> Starlette:
     """A Starlette app with ``auth_routes`` (OIDC from ``HITL_OIDC_*`` unless ``oidc`` is given);
     pass it to ``rx.App(api_transformer=...)``, which mounts the Reflex app beneath it."""
     if oidc is None and (oidc_settings := OidcSettings.from_settings()) is not None:

@@ -17,13 +17,13 @@ from __future__ import annotations
 import hmac
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import httpx
 from authlib.integrations.httpx_client import AsyncOAuth2Client
 from joserfc import jwt
 from joserfc.errors import JoseError
-from joserfc.jwk import KeySet
+from joserfc.jwk import KeySet, KeySetSerialization
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -167,7 +167,8 @@ class OidcClient:
     async def _key_set(self, *, refresh: bool = False) -> KeySet:
         if self._keys is None or refresh:
             meta = await self.metadata()
-            self._keys = KeySet.import_key_set(await self._get_json(meta["jwks_uri"]))
+            # the provider's JSON, checked by import_key_set itself (a bad set raises JoseError)
+            self._keys = KeySet.import_key_set(cast(KeySetSerialization, await self._get_json(meta["jwks_uri"])))
         return self._keys
 
     async def _verify_id_token(self, id_token: str, *, nonce: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import asyncio
 import functools
 
 from pwdlib import PasswordHash
+from pwdlib.exceptions import PwdlibError
 from pwdlib.hashers.argon2 import Argon2Hasher
 
 
@@ -27,7 +28,7 @@ def verify_password_sync(password: str, password_hash: str | None) -> bool:
         return False
     try:
         return _hasher().verify(password, password_hash)
-    except Exception:  # a malformed hash in the database is a failed check, not a crash
+    except PwdlibError:  # a hash no hasher recognises is a failed check, not a crash
         return False
 
 

@@ -30,21 +30,29 @@ class DraftCard(Protocol):
     """What the rules read of one approval card (the UI's ``CardRow`` has these fields)."""
 
     @property
-    def index(self) -> int: ...
+    def index(self) -> int:
+        """The card's position in the review (0-based, the action request's order)."""
     @property
-    def tool_name(self) -> str: ...
+    def tool_name(self) -> str:
+        """The tool the action request would call."""
     @property
-    def allowed(self) -> Sequence[str]: ...
+    def allowed(self) -> Sequence[str]:
+        """The decision types the card's review config allows."""
     @property
-    def choice(self) -> str: ...
+    def choice(self) -> str:
+        """The decision type picked so far ("" while undecided)."""
     @property
-    def editing(self) -> bool: ...
+    def editing(self) -> bool:
+        """Whether the card's argument editor is open."""
     @property
-    def edit_error(self) -> str: ...
+    def edit_error(self) -> str:
+        """Why the last edit was refused ("" when it was accepted or none was made)."""
     @property
-    def reason(self) -> str: ...
+    def reason(self) -> str:
+        """The reject reason typed so far."""
     @property
-    def answer(self) -> str: ...
+    def answer(self) -> str:
+        """The answer typed so far (respond)."""
 
 
 def is_decided(card: DraftCard) -> bool:
@@ -82,7 +90,7 @@ def offers_approve_rest(cards: Sequence[DraftCard]) -> bool:
 
 
 def approve_rest_label(cards: Sequence[DraftCard]) -> str:
-    """ "Approve all" while nothing was picked yet, else "Approve the rest" (picked decisions stay)."""
+    """Return "Approve all" while nothing was picked yet, else "Approve the rest" (picked decisions stay)."""
     return "Approve the rest" if any(card.choice for card in cards) else "Approve all"
 
 

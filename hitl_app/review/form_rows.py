@@ -86,7 +86,10 @@ def form_rows(fields: list[FormField], draft: dict[str, Any], errors: dict[str, 
     return rows
 
 
-def _add_rows(rows: list[FormRow], f: FormField, path: str, label: str, value: Any, depth: int, errors: dict[str, str], parents: tuple[str, ...], removable: bool = False) -> None:
+def _add_rows(
+    rows: list[FormRow], f: FormField, path: str, label: str, value: Any, depth: int, errors: dict[str, str],
+    parents: tuple[str, ...], removable: bool = False
+) -> None:
     options = [option_text(o) for o in f.options]
     if f.kind == "enum" and (f.nullable or not f.required):
         options.insert(0, NONE_OPTION)
@@ -109,7 +112,9 @@ def _add_rows(rows: list[FormRow], f: FormField, path: str, label: str, value: A
     )
     if f.kind == "object" and isinstance(value, dict):
         for child in f.children:
-            _add_rows(rows, child, f"{path}.{child.name}", child.label, value.get(child.name), depth + 1, errors, (*parents, label))
+            _add_rows(
+                rows, child, f"{path}.{child.name}", child.label, value.get(child.name), depth + 1, errors, (*parents, label)
+            )
     elif f.kind == "array" and isinstance(value, list) and f.item is not None:
         for i, item in enumerate(value):
             _add_rows(rows, f.item, f"{path}.{i}", f"Item {i + 1}", item, depth + 1, errors, (*parents, label), removable=True)

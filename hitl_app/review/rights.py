@@ -68,16 +68,20 @@ class Person(Protocol):
     """
 
     @property
-    def account_id(self) -> int | str: ...
+    def account_id(self) -> int | str:
+        """The account's id."""
 
     @property
-    def display_name(self) -> str: ...
+    def display_name(self) -> str:
+        """The name shown for the reviewer."""
 
     @property
-    def email(self) -> str: ...
+    def email(self) -> str:
+        """The account's email address."""
 
     @property
-    def role(self) -> str: ...
+    def role(self) -> str:
+        """One of ``ROLES``."""
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ table (already decoded from TOML) and refuses anything it does not understand, w
 line per mistake. Pure: no I/O, nothing of the app imported.
 """
 
+# Tested by: tests/unit/agent/test_policy_rights.py - through the policy file's rights rules
+
 from __future__ import annotations
 
 import re

@@ -55,10 +55,10 @@ class FormField:
     options: tuple[Any, ...] = ()
     default: Any = None
     multiline: bool = False
-    children: tuple["FormField", ...] = field(default=())
+    children: tuple[FormField, ...] = field(default=())
 
     @property
-    def item(self) -> "FormField | None":
+    def item(self) -> FormField | None:
         """An array field's item field (``None`` for other kinds)."""
         return self.children[0] if self.kind == "array" and self.children else None
 
@@ -344,7 +344,9 @@ def args_from_form(fields: list[FormField], draft: dict[str, Any]) -> FormResult
     return FormResult(args, errors)
 
 
-def _coerce_object(fields: tuple[FormField, ...] | list[FormField], obj: dict[str, Any], errors: dict[str, str], prefix: str = "") -> dict[str, Any]:
+def _coerce_object(
+    fields: tuple[FormField, ...] | list[FormField], obj: dict[str, Any], errors: dict[str, str], prefix: str = ""
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     known = set()
     for f in fields:

@@ -1,4 +1,4 @@
-"""Read the tool messages LangChain's ``HumanInTheLoopMiddleware`` writes for a reviewer's decision.
+r"""Read the tool messages LangChain's ``HumanInTheLoopMiddleware`` writes for a reviewer's decision.
 
 The one place that knows those conventions (checked against langchain 1.5.2,
 ``langchain/agents/middleware/human_in_the_loop.py``). In batched mode the middleware answers a
@@ -12,7 +12,7 @@ tool call itself when the reviewer decides:
   is the reviewer's answer, verbatim.
 * ``edit``: the tool runs with the reviewer's arguments and its own result is prefixed with an edit
   notice: ``"<EDIT_NOTICE> Executed instead: <name> with arguments <json>."``, followed by
-  ``"\\n\\nTool response:\\n<result>"`` when the tool returned text. No metadata marks it.
+  ``"\n\nTool response:\n<result>"`` when the tool returned text. No metadata marks it.
 
 The app adds one convention of its own: a call the repeated-rejection guard refused carries
 ``additional_kwargs["lc_source"] == GUARD_SOURCE``.

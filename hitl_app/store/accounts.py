@@ -22,7 +22,7 @@ from sqlalchemy import UniqueConstraint, delete, func, update
 from sqlmodel import Field, SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from hitl_app.store.tables import utcnow
+from hitl_app.store.tables import table_of, utcnow
 
 
 class Account(SQLModel, table=True):
@@ -85,10 +85,10 @@ class SignInAttempt(SQLModel, table=True):
 
 
 ACCOUNT_TABLES = [
-    Account.__table__,
-    AuthSession.__table__,
-    Invite.__table__,
-    SignInAttempt.__table__,
+    table_of(Account),
+    table_of(AuthSession),
+    table_of(Invite),
+    table_of(SignInAttempt),
 ]
 """The tables of this module, in creation order (``create_schema`` adds them to the app's)."""
 

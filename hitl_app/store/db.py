@@ -50,7 +50,9 @@ def make_engines(url: str | DatabaseURL, *, pool_size: int = 10) -> Engines:
     if database.sqlite_path is not None:
         database.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
         # WAL, busy timeout, short commits: see hitl_app.store.sqlite
-        sync = create_engine(database.sqlalchemy_sync, connect_args={"check_same_thread": False, **sqlite.connect_args()}, hide_parameters=True)
+        sync = create_engine(
+            database.sqlalchemy_sync, connect_args={"check_same_thread": False, **sqlite.connect_args()}, hide_parameters=True
+        )
         async_ = create_async_engine(database.sqlalchemy_async, connect_args=sqlite.connect_args(), hide_parameters=True)
         sqlite.install_pragmas(sync, foreign_keys=True)
         sqlite.install_pragmas(async_, foreign_keys=True)

@@ -18,8 +18,8 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, col, select
 
-from hitl_app.store.owners import owner_key
 from hitl_app.store import sqlite as app_sqlite
+from hitl_app.store.owners import owner_key
 from hitl_app.store.tables import OutboxMail
 
 

@@ -166,6 +166,8 @@ async def release_claim(
     review is answerable again); commits.
 
     Args:
+        session: an open session on the app database.
+        interrupt_id: the review's interrupt id.
         claimed_before: only release a claim made before this time (aware UTC), e.g. a claim left
             by a worker that died; a newer claim may belong to a run that is still starting.
 

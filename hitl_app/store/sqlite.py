@@ -62,7 +62,10 @@ def connect(path: Path | str, *, read_only: bool = False, autocommit: bool = Fal
         conn = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True, timeout=timeout_s)
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         return conn
-    conn = sqlite3.connect(path, timeout=timeout_s, **({"isolation_level": None} if autocommit else {}))
+    if autocommit:
+        conn = sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
+    else:
+        conn = sqlite3.connect(path, timeout=timeout_s)
     apply_pragmas(conn)
     return conn
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Table, UniqueConstraint
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
@@ -48,9 +48,11 @@ class UTCDateTime(TypeDecorator[datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """A datetime on its way into the database, as UTC."""
         return None if value is None else as_utc(value)
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        """A datetime read back, timezone-aware in UTC (SQLite stores it without a zone)."""
         return None if value is None else as_utc(value)
 
 
@@ -181,6 +183,11 @@ class Record(SQLModel, table=True):
     name: str
     category: str
     amount: float
+
+
+def table_of(model: type[SQLModel]) -> Table:
+    """The SQLAlchemy ``Table`` of a ``table=True`` model."""
+    return model.__table__  # type: ignore[attr-defined]  # set by SQLModel's metaclass, not declared in its types
 
 
 APP_TABLES = [

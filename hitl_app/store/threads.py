@@ -55,6 +55,8 @@ async def touch_thread(
     """Create or update the index row of ``thread_id`` and commit.
 
     Args:
+        session: an open session on the app database.
+        thread_id: the thread's id.
         owner: the owner of a new row (an existing row keeps its owner).
         title: the first message's text; names a thread still called ``NEW_THREAD_TITLE``.
         pending_review: the new flag, or ``None`` to leave it as it is.

@@ -165,9 +165,9 @@ async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tupl
     """
     from hitl_app.agent.build import build_demo_agent
     from hitl_app.agent.checkpoint import open_checkpointer
+    from hitl_app.agent.limits import ToolLimits
     from hitl_app.agent.models import make_model
     from hitl_app.agent.policy import DEFAULT_POLICY, PolicyError, load_policy_toml
-    from hitl_app.agent.limits import ToolLimits
     from hitl_app.agent.workspace import DemoWorkspace
     from hitl_app.threads.grant_check import GrantChecker
 

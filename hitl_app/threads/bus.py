@@ -9,7 +9,7 @@ so a reloaded tab or a second tab catches up without gaps.
 - ``LocalRunBus`` (``threads/bus_local.py``): one worker process, everything in memory;
 - ``RedisRunBus`` (``threads/redis_bus.py``): several worker processes sharing one Redis.
 
-Both run through one contract test suite (``tests/integration/test_bus_contract.py``).
+Both run through one contract test suite (``tests/integration/threads/test_bus_contract.py``).
 
 The *run lease* (``acquire_lease``) is what makes "one run per thread" hold across workers. It is
 unrelated to the *review claim* (``ThreadService``'s audit rows that decide a review exactly once).

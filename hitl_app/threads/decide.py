@@ -36,10 +36,10 @@ from hitl_app.review.rights import (
 )
 from hitl_app.review.types import DECISION_STYLES, AnyDecision, Decision, EditDecision, PendingReview, decision_payload
 from hitl_app.review.validate import ReviewError
-from hitl_app.threads.types import ThreadError
 from hitl_app.store import drafts as drafts_store
 from hitl_app.store.reviews import DecidedBy, audit_rows, requested_at
 from hitl_app.store.tables import DecisionDraft, utcnow
+from hitl_app.threads.types import ThreadError
 from hitl_app.threads.views import CardStatus
 
 log = logging.getLogger("hitl_app.review")

@@ -9,12 +9,14 @@ node had answered them, so the next model call sees a paired history and the thr
 each call has no result. Results of tool calls that finished before the end are kept.
 """
 
+# Tested by: tests/integration/threads/test_run_endings.py - every way a run ends leaves each tool call answered
+
 from __future__ import annotations
 
 import asyncio
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 
 CANCEL_SOURCE = "hitl_run_cancelled"
 """``additional_kwargs["lc_source"]`` of a tool message written for a call the run never answered."""
@@ -40,7 +42,7 @@ def cancel_text(reason: EndReason) -> str:
     return _TEXTS[reason] + (_AFTER if reason != "step_limit" else " Do not retry it unless the user asks.")
 
 
-def open_tool_calls(messages: list[BaseMessage]) -> list[dict[str, Any]]:
+def open_tool_calls(messages: list[BaseMessage]) -> list[ToolCall]:
     """Tool calls of the last assistant message that no tool message answers yet (in order).
 
     Returns ``[]`` when the last assistant message has no calls, or when a user message follows it.
@@ -94,7 +96,7 @@ async def answer_open_calls(graph: Any, config: dict[str, Any], reason: EndReaso
     finished = _finished_results(snapshot)
     answers: list[ToolMessage] = []
     for call in calls:
-        done = finished.get(call["id"])
+        done = finished.get(call["id"] or "")  # open_tool_calls returns calls with an id only
         answers.append(
             done
             if done is not None

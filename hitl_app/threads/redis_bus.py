@@ -172,7 +172,7 @@ class RedisRunBus:
         Raises:
             redis.exceptions.ConnectionError / TimeoutError: Redis is unreachable.
         """
-        await self._r.ping()
+        await self._r.ping()  # type: ignore[misc]  # redis-py types ping() for its sync and async clients at once
         await self._fanout.start()
         self._ensure_tasks()
 
@@ -321,7 +321,9 @@ class RedisRunBus:
             while True:
                 message = await self._next_message(queue, thread_id)
                 if message is None:
-                    yield RunEvent(kind="ended", run_id=run_id, outcome="failed", error="The worker running this reply stopped. Press Retry.")
+                    yield RunEvent(
+                        kind="ended", run_id=run_id, outcome="failed", error="The worker running this reply stopped. Press Retry."
+                    )
                     return
                 if message == RESYNC:
                     yield RunEvent(kind="boundary", run_id=run_id)  # reload what was committed meanwhile

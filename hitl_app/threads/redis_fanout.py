@@ -11,6 +11,8 @@ between are lost, so the listeners of a re-subscribed channel receive ``RESYNC``
 state they need from Redis.
 """
 
+# Tested by: tests/integration/threads/test_redis_bus.py - through RedisRunBus, on a real Redis
+
 from __future__ import annotations
 
 import asyncio
@@ -18,7 +20,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 import redis.asyncio as aredis
 
@@ -73,10 +75,6 @@ class PubSubFanout:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
         await self._pubsub.aclose()
-
-    def channel_count(self) -> int:
-        """Channels subscribed for local listeners (for tests and metrics)."""
-        return len(self._wanted)
 
     @contextlib.asynccontextmanager
     async def listen(self, channel: str) -> AsyncIterator[asyncio.Queue[str]]:
@@ -148,8 +146,8 @@ class PubSubFanout:
             if message is not None:
                 self._dispatch(message)
 
-    def _dispatch(self, message: dict) -> None:
-        kind, channel = message.get("type"), message.get("channel")
+    def _dispatch(self, message: dict[str, Any]) -> None:
+        kind, channel = message["type"], message["channel"]  # redis-py's pub/sub messages always carry both
         if kind == "message":
             handler = self._handlers.get(channel)
             if handler is not None:

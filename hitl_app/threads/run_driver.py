@@ -137,7 +137,9 @@ class RunDriver:
         """Take the thread's run lease and start a run task; returns the run id (32 hex chars).
 
         Args:
+            thread_id: the thread to run.
             inp: the graph input (``{"messages": [...]}``, a ``Command(resume=...)``, or ``None``).
+            run_kind: "turn" (a new message), "resume" (a submitted review) or "continue".
             owner: the thread's owner, put into the run config.
             claimed: the interrupt id whose review claim this run carries; if the run ends with
                 that interrupt still pending, the claim is released.
@@ -236,7 +238,10 @@ class RunDriver:
             outcome, ended_by = "stopped", "stopped"
         except TimeoutError:
             outcome, ended_by = "failed", "time_limit"
-            error = f"The run took longer than {_duration(self.limits.run_timeout_s)}; it was stopped. Send a new message or press Retry."
+            error = (
+                f"The run took longer than {_duration(self.limits.run_timeout_s)}; it was stopped."
+                " Send a new message or press Retry."
+            )
         except GraphRecursionError:
             outcome, ended_by = "failed", "step_limit"
             error = f"The agent took more than {self.limits.max_steps} steps; it was stopped. Send a new message to go on."

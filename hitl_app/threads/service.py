@@ -28,8 +28,8 @@ from hitl_app.store.db import Engines
 from hitl_app.threads.bus import RunBus, RunEvent
 from hitl_app.threads.bus_local import LocalRunBus
 from hitl_app.threads.claims import STALE_CLAIM_S, ReviewClaims
-from hitl_app.threads.desk import ReviewDesk
 from hitl_app.threads.decide import BrowserPerson, card_statuses, cards_for, log_refusal, may_view, record_decisions
+from hitl_app.threads.desk import ReviewDesk
 from hitl_app.threads.limits import RunLimits
 from hitl_app.threads.pairing import EndReason, answer_open_calls, open_tool_calls, was_stopped
 from hitl_app.threads.refusals import UNAVAILABLE, is_uuid4, refused_when_unavailable
@@ -347,7 +347,7 @@ class ThreadService(ReviewClaims):
         Raises ReviewError("stale") when another worker's run holds the thread, ThreadError
         ("not_started") for any other failure, and re-raises a cancellation after releasing.
         """
-        command = Command(resume={review.interrupt_id: resume_value(decisions)})
+        command: Command[Any] = Command(resume={review.interrupt_id: resume_value(decisions)})
         try:
             return await self.runs.launch(review.thread_id, command, "resume", owner=owner, claimed=review.interrupt_id)
         except BaseException as exc:

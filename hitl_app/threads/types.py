@@ -5,6 +5,8 @@ dataclasses declared next to their queries in ``store/`` and re-exported here, s
 them from the thread room.
 """
 
+# Tested by: tests/integration/threads/test_thread_service.py - the refusals the service raises
+
 from __future__ import annotations
 
 from typing import Literal

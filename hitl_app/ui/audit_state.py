@@ -1,5 +1,7 @@
 """State of the audit page: this browser's decisions, filters, and the CSV/JSON exports."""
 
+# Tested by: tests/e2e/test_audit.py
+
 from __future__ import annotations
 
 from datetime import UTC, datetime

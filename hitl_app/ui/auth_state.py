@@ -8,6 +8,8 @@ from ``self.router.headers.cookie``. A sign-in or sign-out is an HTTP form post 
 load, which opens a new websocket carrying the new cookie.
 """
 
+# Tested by: tests/unit/auth/test_auth_pages.py - through the pages that use it
+
 from __future__ import annotations
 
 import reflex as rx

@@ -7,6 +7,8 @@ it sees every watcher the process holds, not only the ones the app keeps track o
 variable nothing is mounted and the route does not exist.
 """
 
+# Tested by: tests/integration/ui/test_tab_state.py - the probe routes it mounts
+
 from __future__ import annotations
 
 import asyncio

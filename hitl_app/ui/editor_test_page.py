@@ -7,11 +7,13 @@ also the reference for wiring the panel into an approval card: one draft (a dict
 edit, the JSON text kept beside it, and the diff computed from the two.
 """
 
+# Tested by: tests/e2e/test_editor_components.py
+
 from __future__ import annotations
 
 import json
 import os
-from functools import lru_cache
+from functools import cache
 from typing import Any, Literal
 
 import reflex as rx
@@ -43,6 +45,8 @@ class Contact(BaseModel):
 
 
 class OrderLine(BaseModel):
+    """One line of the test order (a nested object in the form)."""
+
     sku: str = Field(description="Stock keeping unit")
     qty: int = Field(1, description="How many")
 
@@ -60,7 +64,9 @@ class ShipOrderArgs(BaseModel):
 
 
 SAMPLES: dict[str, tuple[type[BaseModel], dict[str, Any]]] = {
-    "send_email": (SendEmailArgs, {"to": "alice@example.com", "subject": "Quarterly report", "body": "Hi Alice,\nthe report is attached."}),
+    "send_email": (
+        SendEmailArgs, {"to": "alice@example.com", "subject": "Quarterly report", "body": "Hi Alice,\nthe report is attached."}
+    ),
     "ship_order": (
         ShipOrderArgs,
         {
@@ -76,12 +82,12 @@ SAMPLES: dict[str, tuple[type[BaseModel], dict[str, Any]]] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema(sample: str) -> dict[str, Any]:
     return SAMPLES[sample][0].model_json_schema()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _fields(sample: str) -> tuple[FormField, ...]:
     return tuple(fields_from_schema(_schema(sample)))
 
@@ -170,7 +176,11 @@ def editor_test_page() -> rx.Component:
         rx.vstack(
             rx.heading("Argument editor (test page)", size="4"),
             rx.hstack(
-                *[rx.button(name, size="1", variant="outline", on_click=s.load(name), data_testid=f"sample-{name}") for name in SAMPLES],
+                *[
+                    rx.button(
+                        name, size="1", variant="outline", on_click=s.load(name), data_testid=f"sample-{name}"
+                    ) for name in SAMPLES
+                ],
                 rx.badge(s.sample, data_testid="sample-name"),
             ),
             edit_mode_switch(s.mode, s.set_mode),

@@ -1,5 +1,7 @@
 """State of the phone menu (the sidebar's content in a sheet on small screens)."""
 
+# Tested by: tests/e2e/test_layout.py
+
 from __future__ import annotations
 
 import reflex as rx

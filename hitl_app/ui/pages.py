@@ -1,5 +1,7 @@
 """Pages: ``/`` (opens a new thread), ``/thread/[thread_id]`` (the chat)."""
 
+# Tested by: tests/e2e/test_chat_flow.py
+
 from __future__ import annotations
 
 import reflex as rx
@@ -22,12 +24,18 @@ def header() -> rx.Component:
     the run status; the reviewer's name."""
     return rx.hstack(
         mobile_menu(),
-        rx.icon_button(rx.icon("plus", size=16), variant="ghost", on_click=ThreadListState.new_thread, display=["flex", "flex", "none"], aria_label="New chat", data_testid="new-thread-header"),
+        rx.icon_button(
+            rx.icon("plus", size=16), variant="ghost", on_click=ThreadListState.new_thread, display=["flex", "flex", "none"],
+            aria_label="New chat", data_testid="new-thread-header"
+        ),
         rx.text("Chat", weight="bold", size="3"),
         rx.cond(ChatState.streaming, rx.badge("running", color_scheme="blue", data_testid="run-status")),
         rx.cond(ChatState.status == "review", rx.badge("review pending", color_scheme="amber")),
         rx.spacer(),
-        rx.icon_button(rx.icon("folder-open", size=16), variant="ghost", on_click=WorkspaceState.toggle, display=["flex", "flex", "none"], aria_label="Workspace", data_testid="workspace-toggle-header"),
+        rx.icon_button(
+            rx.icon("folder-open", size=16), variant="ghost", on_click=WorkspaceState.toggle, display=["flex", "flex", "none"],
+            aria_label="Workspace", data_testid="workspace-toggle-header"
+        ),
         reviewer_box(),
         width="100%",
         align="center",
@@ -49,7 +57,10 @@ def thread_page() -> rx.Component:
                 width="100%",
                 id="thread-scroll",
             ),
-            rx.box(rx.box(composer(), max_width=theme.CONTENT_MAX_WIDTH, margin="0 auto"), padding="10px 16px 14px", border_top="1px solid var(--gray-5)", width="100%"),
+            rx.box(
+                rx.box(composer(), max_width=theme.CONTENT_MAX_WIDTH, margin="0 auto"), padding="10px 16px 14px",
+                border_top="1px solid var(--gray-5)", width="100%"
+            ),
             flex="1",
             height="100dvh",
             spacing="0",

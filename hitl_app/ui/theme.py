@@ -1,6 +1,7 @@
-"""Colours, spacing and radii in one place (habit 8 of ../shared/style.md)."""
+"""Colours, spacing and radii in one place (the accent colour is set once, in ``rxconfig.py``)."""
 
-ACCENT = "indigo"
+# Tested by: tests/e2e/test_screens.py - the screenshots
+
 RADIUS = "12px"
 BUBBLE_USER_BG = "var(--indigo-3)"
 BUBBLE_ASSISTANT_BG = "var(--gray-2)"
@@ -11,11 +12,3 @@ MUTED = "var(--gray-11)"
 SIDEBAR_WIDTH = "260px"
 CONTENT_MAX_WIDTH = "860px"
 MONO = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
-
-OUTCOME_COLOR = {
-    "executed": "green",
-    "edited": "blue",
-    "rejected": "red",
-    "answered": "violet",
-    "error": "red",
-}

@@ -1,5 +1,7 @@
 """The workspace panel: what this browser's tools really did (outbox, files, records)."""
 
+# Tested by: tests/e2e/test_screens.py
+
 from __future__ import annotations
 
 import asyncio

@@ -73,12 +73,16 @@ def test_reviewer_name_audit_line_and_audit_page_filters_and_exports(page: Page,
     proposed = rows.first.get_by_test_id("audit-proposed")
     assert (proposed.bounding_box() or {"width": 0})["width"] >= 200, "the Proposed column is squeezed"
     when = rows.first.get_by_test_id("audit-when").locator("span, p").first
-    assert when.evaluate("e => e.getClientRects().length === 1 && e.offsetHeight < 2 * parseFloat(getComputedStyle(e).lineHeight)")
+    assert when.evaluate(
+        "e => e.getClientRects().length === 1 && e.offsetHeight < 2 * parseFloat(getComputedStyle(e).lineHeight)"
+    )
 
     data = list(csv.DictReader(io.StringIO(_download(page, "audit-export-csv"))))
     assert len(data) == 1
     (row,) = data
-    assert (row["thread_id"], row["tool_name"], row["decision_type"], row["reviewer"]) == (first_thread, "send_email", "approve", "Dana")
+    assert (
+        row["thread_id"], row["tool_name"], row["decision_type"], row["reviewer"]
+    ) == (first_thread, "send_email", "approve", "Dana")
     assert json.loads(row["args_proposed"])["to"] == "quinn@example.com"
     assert row["interrupt_id"] and row["tool_call_id"].startswith("call_") and row["checkpoint_id"]
     assert float(row["waited_seconds"]) >= 0 and row["requested_at"] <= row["decided_at"]

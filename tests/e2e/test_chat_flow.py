@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import buttons_on, card, cards, messages, open_new_thread, open_workspace, own_sandbox, reply_to, send, wait_idle
+from tests.e2e.ui import (
+    buttons_on,
+    card,
+    cards,
+    messages,
+    open_new_thread,
+    open_workspace,
+    own_sandbox,
+    reply_to,
+    send,
+    wait_idle,
+)
 from tests.helpers.app_server import AppServer
 
 

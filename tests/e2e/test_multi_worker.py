@@ -24,7 +24,10 @@ REDIS_URL = "redis://127.0.0.1:6379"
 def multi_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     """The app with 3 workers, Redis (state + run bus) and a fresh PostgreSQL database."""
     with fresh_database() as url:
-        env = {"DATABASE_URL": url, "REFLEX_REDIS_URL": REDIS_URL, "GUNICORN_CMD_ARGS": "--workers 3 --graceful-timeout 5", "HITL_DEMO_WPS": "12"}
+        env = {
+            "DATABASE_URL": url, "REFLEX_REDIS_URL": REDIS_URL, "GUNICORN_CMD_ARGS": "--workers 3 --graceful-timeout 5",
+            "HITL_DEMO_WPS": "12"
+        }
         server = AppServer(tmp_path_factory.mktemp("multi-app"), env=env)
         server.start()
         yield server
@@ -76,7 +79,10 @@ def test_three_workers_share_runs_reviews_and_stop(page: Page, multi_app: AppSer
     first = streamed.inner_text()
     expect(streamed).not_to_have_text(first)  # it grows while we look
     later = streamed.inner_text()
-    log.append(f"tab B (worker {pid(b)}) saw tokens of the run on worker {pid(a)} live: {len(first)} then {len(later)} chars, {later[:40]!r}...")
+    log.append(
+        f"tab B (worker {pid(b)}) saw tokens of the run on worker {pid(a)} live:"
+        f" {len(first)} then {len(later)} chars, {later[:40]!r}..."
+    )
     expect(tab_b.get_by_test_id("streaming-message")).to_have_count(0, timeout=30_000)
     expect(tab_b.locator("[data-testid=message][data-role=assistant]")).to_have_count(1)
 

@@ -67,5 +67,5 @@ def test_missing_api_key_stops_startup_with_one_line(tmp_path):
     server = AppServer(tmp_path / "app", env={"HITL_MODEL": "openai:gpt-4o-mini", "OPENAI_API_KEY": ""})
     with pytest.raises(RuntimeError):
         server.start(timeout=90)
-    lines = [l for l in server.log_path.read_text(errors="replace").splitlines() if "hitl_app cannot start" in l]
+    lines = [line for line in server.log_path.read_text(errors="replace").splitlines() if "hitl_app cannot start" in line]
     assert len(lines) >= 1 and "set OPENAI_API_KEY" in lines[0]

@@ -19,7 +19,9 @@ def _settled_equals_checkpoint(page: Page, streamed: str) -> str:
     assert len(normalize(streamed)) >= len(normalize(final)) // 2, "most of the reply never showed while streaming"
     page.reload()
     expect(messages(page, "assistant").last).to_be_visible()
-    assert normalize(messages(page, "assistant").last.inner_text()) == normalize(final), "reload (the checkpoint) shows other text"
+    assert normalize(
+        messages(page, "assistant").last.inner_text()
+    ) == normalize(final), "reload (the checkpoint) shows other text"
     return final
 
 

@@ -45,8 +45,8 @@ def test_support_agent_card_schema_checked_edit_and_refund(page: Page, support_a
     tool = page.locator("[data-testid=message][data-role=tool]")
     expect(tool).to_have_attribute("data-outcome", "edited")
     expect(page.locator("[data-testid=message][data-role=assistant]").last).to_contain_text("Refunded 5.25 on order A-1002")
-    lines = [json.loads(l) for l in (support_app.data_dir / "support_actions.jsonl").read_text().splitlines()]
-    assert [(l["kind"], l["order_id"], l["amount"]) for l in lines] == [("refund", "A-1002", 5.25)]
+    lines = [json.loads(line) for line in (support_app.data_dir / "support_actions.jsonl").read_text().splitlines()]
+    assert [(a["kind"], a["order_id"], a["amount"]) for a in lines] == [("refund", "A-1002", 5.25)]
 
     # lookup_order runs without a card; close_ticket allows approve/reject only
     send(page, "close ticket T-7: refunded part of the order")

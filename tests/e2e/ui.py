@@ -101,7 +101,9 @@ def streamed_lengths(page: Page, until_gone_s: float = 60.0) -> tuple[list[int],
     longest = ""
     deadline = time.monotonic() + until_gone_s
     while time.monotonic() < deadline:
-        text = page.evaluate("() => { const b = document.querySelector('[data-testid=streaming-message]'); return b ? b.innerText : null; }")
+        text = page.evaluate(
+            "() => { const b = document.querySelector('[data-testid=streaming-message]'); return b ? b.innerText : null; }"
+        )
         if text is None:
             return lengths, longest
         if text.strip() == THINKING:

@@ -3,7 +3,7 @@
 Used by the end-to-end tests, the websocket tests and the benchmark. Each server gets a fresh
 ``HITL_DATA_DIR`` (so its SQLite file, files sandbox and demo records are its own) unless one is
 given, which is how the restart tests reopen the same data. Prod mode serves front end and back end
-on one port (../shared/reference/reflex-offline.md).
+on one port.
 """
 
 from __future__ import annotations
@@ -11,15 +11,14 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import tempfile
 import socket
 import subprocess
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-_BUILD_LOCK = ROOT / ".web.build-lock"
 
 
 def free_port() -> int:
@@ -80,22 +79,29 @@ class AppServer:
         if self.app_root is None:
             self.app_root = Path(tempfile.mkdtemp(prefix=f"hitl-app-{self.port}-"))
             for entry in ROOT.iterdir():
-                if entry.name in (".web", ".states", "data", ".git", "reflex.lock", "test-artifacts") or entry.name.endswith("build-lock"):
+                if entry.name in (
+                    ".web", ".states", "data", ".git", "reflex.lock", "test-artifacts"
+                ) or entry.name.endswith("build-lock"):
                     continue
                 (self.app_root / entry.name).symlink_to(entry)
             if (ROOT / "reflex.lock").is_dir():
                 shutil.copytree(ROOT / "reflex.lock", self.app_root / "reflex.lock")
         return self.app_root
 
-    def start(self, timeout: float = 240) -> "AppServer":
+    def start(self, timeout: float = 240) -> AppServer:
         """Start the server and wait until ``/ping`` answers and the page is served.
 
         Raises RuntimeError with the log's tail if it does not come up within ``timeout`` seconds.
         """
         self.data_dir.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
-        cmd = [str(ROOT / ".venv/bin/reflex"), "run", "--env", "prod", "--frontend-port", str(self.port), "--backend-port", str(self.port), "--loglevel", "info"]
-        self.proc = subprocess.Popen(cmd, cwd=self._app_root(), env=reflex_env(self.env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        cmd = [
+            str(ROOT / ".venv/bin/reflex"), "run", "--env", "prod", "--frontend-port", str(self.port), "--backend-port",
+            str(self.port), "--loglevel", "info"
+        ]
+        self.proc = subprocess.Popen(
+            cmd, cwd=self._app_root(), env=reflex_env(self.env), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -137,7 +143,7 @@ class AppServer:
                     return
             time.sleep(0.2)
 
-    def __enter__(self) -> "AppServer":
+    def __enter__(self) -> AppServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

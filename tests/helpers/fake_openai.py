@@ -140,7 +140,7 @@ class FakeOpenAI:
         app.router.add_get("/control", self._control_get)
         return app
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         """Serve in a daemon thread; returns when the port is listening.
 
         Also forgets langchain-openai's process-wide cached httpx clients (``lru_cache`` keyed by
@@ -178,7 +178,7 @@ class FakeOpenAI:
         if self._thread is not None:
             self._thread.join(10)
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -250,13 +250,22 @@ class FakeOpenAI:
         failure = self._failure_for(body)
         if failure == "429":
             return web.json_response(
-                {"error": {"message": "Rate limit reached for fake-model. Please try again in 1s.", "type": "requests", "code": "rate_limit_exceeded"}},
+                {
+                    "error": {
+                        "message": "Rate limit reached for fake-model. Please try again in 1s.", "type": "requests",
+                        "code": "rate_limit_exceeded"
+                    }
+                },
                 status=429,
                 headers={"retry-after": "0"},
             )
         if failure == "500":
             return web.json_response(
-                {"error": {"message": "The server had an error while processing your request.", "type": "server_error", "code": None}},
+                {
+                    "error": {
+                        "message": "The server had an error while processing your request.", "type": "server_error", "code": None
+                    }
+                },
                 status=500,
             )
         text, calls = self.plan(body)
@@ -267,7 +276,9 @@ class FakeOpenAI:
             message: dict[str, Any] = {"role": "assistant", "content": text}
             if calls:
                 message["tool_calls"] = [
-                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls
+                    {
+                        "id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}
+                    } for c in calls
                 ]
             return web.json_response(
                 {
@@ -298,7 +309,13 @@ class FakeOpenAI:
                 return resp
             await chunk({"content": piece})
         for i, call in enumerate(calls):
-            await chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": ""}}]})
+            await chunk(
+                {
+                    "tool_calls": [
+                        {"index": i, "id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": ""}}
+                    ]
+                }
+            )
             args = call["arguments"]
             step = max(1, len(args) // 4)
             for start in range(0, len(args), step):

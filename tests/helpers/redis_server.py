@@ -21,7 +21,9 @@ def require_redis() -> str:
         with redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3) as client:
             client.ping()
     except redis.exceptions.RedisError as exc:
-        pytest.fail(f"Redis is not reachable at {REDIS_URL} ({exc}); start it (.ci/run does). These tests do not skip.", pytrace=False)
+        pytest.fail(
+            f"Redis is not reachable at {REDIS_URL} ({exc}); start it (.ci/run does). These tests do not skip.", pytrace=False
+        )
     return REDIS_URL
 
 

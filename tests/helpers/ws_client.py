@@ -1,8 +1,7 @@
 """Drive the running app over its Socket.IO websocket, as a browser tab would, without a browser.
 
-Used by the raw websocket tests (tests/integration/test_websocket_trust.py, test_faults.py) and the
-benchmark. Protocol (read off real Chromium frames against Reflex 0.10.1, and
-../shared/reference/reflex-offline.md "Driving the backend without a browser"):
+Used by the raw websocket tests (tests/integration/ui/test_websocket_trust.py, test_faults.py) and the
+benchmark. Protocol (read off real Chromium frames against Reflex 0.10.1):
 
 * connect to ``<url>/_event/?token=<uuid>&EIO=4&transport=websocket``, namespace ``/_event``;
 * emit ``"event"`` with ``{"name": "<full state path>.<handler>", "payload": {...},
@@ -43,6 +42,7 @@ STATE_PATHS: dict[str, str] = {
     "ThreadListState": f"{SESSION}.{_MOD}___thread_list____thread_list_state",
     "ChatState": f"{SESSION}.{_MOD}___chat____chat_state",
     "ReviewState": f"{SESSION}.{_MOD}___review____review_state",
+    "MenuState": f"{ROOT_STATE}.hitl_app___ui___menu_state____menu_state",
 }
 """Short state name -> Reflex full state name (``State.get_full_name()``; checked in the tests)."""
 
@@ -88,7 +88,7 @@ class WsClient:
         self._short = {v: k for k, v in STATE_PATHS.items()}
 
     # ------------------------------------------------------------------ connection
-    async def connect(self) -> "WsClient":
+    async def connect(self) -> WsClient:
         """Open the websocket (no hydrate yet; see ``load_thread`` / ``hydrate``)."""
         sio = socketio.AsyncClient(reconnection=False)
         sio.on("event", self._on_event, namespace="/_event")
@@ -114,7 +114,7 @@ class WsClient:
         """True while the websocket is open."""
         return self._sio is not None and self._sio.connected
 
-    async def __aenter__(self) -> "WsClient":
+    async def __aenter__(self) -> WsClient:
         return await self.connect()
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -222,7 +222,7 @@ class WsClient:
                 out.append(str(e.get("payload")))
         return out
 
-    async def wait_for(self, predicate: Callable[["WsClient"], Any], timeout: float = 20, what: str = "") -> Any:
+    async def wait_for(self, predicate: Callable[[WsClient], Any], timeout: float = 20, what: str = "") -> Any:
         """Wait until ``predicate(self)`` is truthy (re-checked on every server message).
 
         Raises WsTimeout with the chat/review state when it does not become true in ``timeout`` s.
@@ -260,14 +260,32 @@ class WsClient:
     async def wait_review(self, n: int | None = None, timeout: float = 30) -> list[dict[str, Any]]:
         """Wait until approval cards are shown (``n`` of them if given); returns the cards."""
         return await self.wait_for(
-            lambda c: c.review.get("cards") if c.review.get("cards") and (n is None or len(c.review["cards"]) == n) and c.chat.get("status") == "review" else None,
+            lambda c: c.review.get("cards") if c.review.get("cards") and (
+                n is None or len(c.review["cards"]) == n
+            ) and c.chat.get("status") == "review" else None,
             timeout=timeout,
             what=f"{n or 'some'} approval card(s)",
         )
 
-    async def settle(self, seconds: float = 0.4) -> None:
-        """Let the server answer (for asserting that something did NOT change)."""
-        await asyncio.sleep(seconds)
+    async def round_trip(self, timeout: float = 20) -> None:
+        """Return once the server has processed every event this tab sent before the call.
+
+        Reflex runs a tab's events one at a time, in order. This sends two cheap ones (open, then
+        close the phone menu, which no test reads) and waits for their deltas: when the second
+        arrives, everything sent before it has been handled and its changes have been sent.
+        """
+        for value in (True, False):
+            mark = self.mark()
+            await self.call("MenuState.set_open", value=value)
+            await self.wait_for(
+                lambda c, m=mark, v=value: c.seen_since(m, "MenuState", "open", lambda x: x is v),
+                timeout=timeout,
+                what=f"the round trip's MenuState.open={value}",
+            )
+
+    async def settle(self) -> None:
+        """Wait for a server round trip (for asserting that something did NOT change)."""
+        await self.round_trip()
 
 
 async def open_client(url: str, *, token: str | None = None, browser_id: str | None = None, reviewer: str = "") -> WsClient:

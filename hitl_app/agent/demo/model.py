@@ -62,7 +62,7 @@ class DemoChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"words_per_second": self.words_per_second}
 
-    def bind_tools(  # type: ignore[override]
+    def bind_tools(
         self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
     ) -> Runnable:
         """Return a copy that remembers the tool names (BaseTool, dict schema or function)."""
@@ -82,7 +82,7 @@ class DemoChatModel(BaseChatModel):
         results = _trailing_tool_results(messages)
         if results is not None:
             ai, tool_messages = results
-            by_id = {m.tool_call_id: m for m in tool_messages}
+            by_id: dict[str | None, ToolMessage] = {m.tool_call_id: m for m in tool_messages}
             sentences = [summarize_tool_result(tc, by_id.get(tc["id"])) for tc in ai.tool_calls]
             return Plan(text=" ".join(sentences) or "Done.")
         human = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)

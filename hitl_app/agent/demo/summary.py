@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hitl_app.review.tool_messages import Edited, Plain, Rejected, Responded, Stopped, read_tool_message
@@ -137,7 +137,7 @@ def _cap(sentence: str) -> str:
     return sentence[:1].upper() + sentence[1:]
 
 
-def summarize_tool_result(tool_call: dict[str, Any], message: Any | None) -> str:
+def summarize_tool_result(tool_call: Mapping[str, Any], message: Any | None) -> str:
     """One sentence telling the user what happened to ``tool_call`` given its tool message.
 
     ``tool_call`` is the model's call (``{"name", "args", "id"}``); ``message`` its ToolMessage or

@@ -1,13 +1,15 @@
 """Approval cards: one per action request, with only the buttons its review config allows."""
 
+# Tested by: tests/e2e/test_chat_flow.py
+
 from __future__ import annotations
 
 import reflex as rx
 
 from hitl_app.review.types import MAX_PASTE_CHARS
+from hitl_app.ui import theme
 from hitl_app.ui.components.desk import card_deadline, card_grant, undo_bar
 from hitl_app.ui.desk_state import DeskState
-from hitl_app.ui import theme
 from hitl_app.ui.rows import ArgRow, CardRow
 from hitl_app.ui.state import ReviewState
 
@@ -19,7 +21,9 @@ _COLORS = {"approve": "green", "edit": "blue", "reject": "red", "respond": "viol
 def _arg_row(arg: ArgRow) -> rx.Component:
     return rx.table.row(
         rx.table.cell(rx.code(arg.key, variant="ghost"), white_space="nowrap"),
-        rx.table.cell(rx.text(arg.value, font_family=theme.MONO, size="2", white_space="pre-wrap", style={"wordBreak": "break-all"})),
+        rx.table.cell(
+            rx.text(arg.value, font_family=theme.MONO, size="2", white_space="pre-wrap", style={"wordBreak": "break-all"})
+        ),
         rx.table.cell(rx.badge(arg.type_name, variant="outline", color_scheme="gray", size="1")),
         custom_attrs={"data-testid": "card-arg", "data-key": arg.key, "data-type": arg.type_name},
     )
@@ -65,7 +69,10 @@ def _editor(card: CardRow) -> rx.Component:
         ),
         rx.hstack(
             rx.button("Check edit", type="submit", size="1", variant="soft", data_testid="edit-check"),
-            rx.button("Cancel edit", type="button", size="1", variant="soft", color_scheme="gray", on_click=ReviewState.cancel_edit(card.index), data_testid="edit-cancel"),
+            rx.button(
+                "Cancel edit", type="button", size="1", variant="soft", color_scheme="gray",
+                on_click=ReviewState.cancel_edit(card.index), data_testid="edit-cancel"
+            ),
             spacing="2",
             align="center",
         ),
@@ -157,7 +164,9 @@ def review_panel() -> rx.Component:
     return rx.fragment(
         rx.cond(
             (ReviewState.cards.length() == 0) & (ReviewState.review_error != ""),
-            rx.callout(ReviewState.review_error, icon="triangle-alert", color_scheme="amber", data_testid="review-error", width="100%"),
+            rx.callout(
+                ReviewState.review_error, icon="triangle-alert", color_scheme="amber", data_testid="review-error", width="100%"
+            ),
         ),
         _cards_panel(),
     )
@@ -169,7 +178,10 @@ def _cards_panel() -> rx.Component:
         rx.vstack(
             rx.hstack(
                 rx.heading("Review needed", size="3"),
-                rx.text(ReviewState.decided_count.to_string() + " of " + ReviewState.cards.length().to_string() + " decided", size="2", color=theme.MUTED, data_testid="decided-count"),
+                rx.text(
+                    ReviewState.decided_count.to_string() + " of " + ReviewState.cards.length().to_string() + " decided",
+                    size="2", color=theme.MUTED, data_testid="decided-count"
+                ),
                 align="baseline",
                 spacing="3",
             ),
@@ -179,7 +191,13 @@ def _cards_panel() -> rx.Component:
             rx.hstack(
                 rx.button(ReviewState.submit_label, on_click=ReviewState.submit, size="3", data_testid="submit-decisions",
                           variant=rx.cond(ReviewState.all_decided, "solid", "soft")),
-                rx.cond(ReviewState.can_approve_all, rx.button(ReviewState.approve_all_label, on_click=ReviewState.approve_all, size="3", variant="outline", color_scheme="green", data_testid="approve-all")),
+                rx.cond(
+                    ReviewState.can_approve_all,
+                    rx.button(
+                        ReviewState.approve_all_label, on_click=ReviewState.approve_all, size="3", variant="outline",
+                        color_scheme="green", data_testid="approve-all"
+                    )
+                ),
                 spacing="3",
             ),
             spacing="3",

@@ -1,5 +1,7 @@
 """The audit page: a table of decisions with filters and CSV/JSON export buttons."""
 
+# Tested by: tests/e2e/test_audit.py
+
 from __future__ import annotations
 
 import reflex as rx
@@ -7,7 +9,6 @@ import reflex as rx
 from hitl_app.store.audit import AuditRow
 from hitl_app.ui import theme
 from hitl_app.ui.audit_state import AuditState
-
 
 _JSON_STYLE = {
     "fontFamily": theme.MONO,
@@ -33,10 +34,16 @@ def _json(text) -> rx.Component:
 def _row(row: AuditRow) -> rx.Component:
     return rx.table.row(
         rx.table.cell(
-            rx.text(row.decided_at.replace("T", " ").replace("+00:00", ""), size="1", title=row.decided_at, style={"whiteSpace": "nowrap"}),
+            rx.text(
+                row.decided_at.replace("T", " ").replace("+00:00", ""), size="1", title=row.decided_at,
+                style={"whiteSpace": "nowrap"}
+            ),
             data_testid="audit-when",
         ),
-        rx.table.cell(rx.link(row.thread_title, href="/thread/" + row.thread_id, size="2", title=row.thread_title, style=_CLAMP), min_width="120px", max_width="180px"),
+        rx.table.cell(
+            rx.link(row.thread_title, href="/thread/" + row.thread_id, size="2", title=row.thread_title, style=_CLAMP),
+            min_width="120px", max_width="180px"
+        ),
         rx.table.cell(rx.code(row.tool_name, style={"whiteSpace": "nowrap"})),
         rx.table.cell(rx.badge(row.decision_type)),
         rx.table.cell(rx.text(row.reviewer, size="2")),
@@ -54,7 +61,10 @@ def _row(row: AuditRow) -> rx.Component:
     )
 
 
-_CLAMP = {"display": "-webkit-box", "WebkitLineClamp": "2", "WebkitBoxOrient": "vertical", "overflow": "hidden", "overflowWrap": "anywhere"}
+_CLAMP = {
+    "display": "-webkit-box", "WebkitLineClamp": "2", "WebkitBoxOrient": "vertical", "overflow": "hidden",
+    "overflowWrap": "anywhere"
+}
 """A thread title in the table: at most two lines, then cut."""
 
 
@@ -90,9 +100,14 @@ def audit_page() -> rx.Component:
             width="100%",
         ),
         rx.hstack(
-            _filter("Thread", AuditState.thread_choices, AuditState.thread_filter, AuditState.set_thread_filter, "audit-filter-thread"),
+            _filter(
+                "Thread", AuditState.thread_choices, AuditState.thread_filter, AuditState.set_thread_filter, "audit-filter-thread"
+            ),
             _filter("Tool", AuditState.tool_pairs, AuditState.tool_filter, AuditState.set_tool_filter, "audit-filter-tool"),
-            _filter("Decision", AuditState.decision_pairs, AuditState.decision_filter, AuditState.set_decision_filter, "audit-filter-decision"),
+            _filter(
+                "Decision", AuditState.decision_pairs, AuditState.decision_filter, AuditState.set_decision_filter,
+                "audit-filter-decision"
+            ),
             spacing="4",
             wrap="wrap",
         ),
@@ -105,7 +120,10 @@ def audit_page() -> rx.Component:
                     rx.table.row(
                         *[
                             rx.table.column_header_cell(h, style={"whiteSpace": "nowrap"})
-                            for h in ("Decided (UTC)", "Thread", "Tool", "Decision", "Reviewer", "Waited", "Proposed", "Executed", "Message")
+                            for h in (
+                                "Decided (UTC)", "Thread", "Tool", "Decision", "Reviewer", "Waited", "Proposed", "Executed",
+                                "Message"
+                            )
                         ]
                     )
                 ),

@@ -1,5 +1,7 @@
 """The thread column: messages, the live streamed reply, notices, the review and the composer."""
 
+# Tested by: tests/e2e/test_chat_flow.py, tests/e2e/test_streaming.py
+
 from __future__ import annotations
 
 import reflex as rx
@@ -16,8 +18,8 @@ def streaming_bubble() -> rx.Component:
 
     The text element is keyed by ``ChatState.live_key`` and filled by ``window.hitlLive``
     (``assets/js/live.js``) from append-only deltas, in block ``div``s so that layout stays with
-    the last block; React renders it once, empty, per bubble, and never re-renders the text. "Thinking…" is a CSS ``::before`` shown while it is empty (so it
-    is not part of the bubble's text).
+    the last block; React renders it once, empty, per bubble, and never re-renders the text.
+    "Thinking…" is a CSS ``::before`` shown while it is empty (so it is not part of the bubble's text).
     """
     return rx.cond(
         ChatState.streaming,
@@ -47,7 +49,10 @@ def notices() -> rx.Component:
             rx.callout(
                 rx.hstack(
                     rx.text(ChatState.run_error, data_testid="run-error-text"),
-                    rx.cond(ChatState.can_continue, rx.button("Retry", size="1", on_click=ChatState.continue_run, data_testid="retry-button")),
+                    rx.cond(
+                        ChatState.can_continue,
+                        rx.button("Retry", size="1", on_click=ChatState.continue_run, data_testid="retry-button")
+                    ),
                     align="center",
                     spacing="3",
                     wrap="wrap",
@@ -63,7 +68,12 @@ def notices() -> rx.Component:
             rx.callout(
                 rx.hstack(
                     rx.text(ChatState.notice),
-                    rx.cond(ChatState.can_continue, rx.button("Continue", size="1", variant="soft", on_click=ChatState.continue_run, data_testid="continue-button")),
+                    rx.cond(
+                        ChatState.can_continue,
+                        rx.button(
+                            "Continue", size="1", variant="soft", on_click=ChatState.continue_run, data_testid="continue-button"
+                        )
+                    ),
                     align="center",
                     spacing="3",
                     wrap="wrap",
@@ -91,7 +101,10 @@ def composer() -> rx.Component:
 
 def _composer_form() -> rx.Component:
     return rx.vstack(
-        rx.cond(ChatState.lock_reason != "", rx.text(ChatState.lock_reason, size="2", color=theme.MUTED, data_testid="composer-lock-reason")),
+        rx.cond(
+            ChatState.lock_reason != "",
+            rx.text(ChatState.lock_reason, size="2", color=theme.MUTED, data_testid="composer-lock-reason")
+        ),
         rx.form(
             rx.hstack(
                 rx.text_area(
@@ -109,8 +122,14 @@ def _composer_form() -> rx.Component:
                 ),
                 rx.cond(
                     ChatState.streaming,
-                    rx.button(rx.icon("square", size=14), "Stop", type="button", color_scheme="red", variant="soft", on_click=ChatState.stop, data_testid="stop-button"),
-                    rx.button(rx.icon("send", size=14), "Send", type="submit", disabled=ChatState.composer_locked, data_testid="send-button"),
+                    rx.button(
+                        rx.icon("square", size=14), "Stop", type="button", color_scheme="red", variant="soft",
+                        on_click=ChatState.stop, data_testid="stop-button"
+                    ),
+                    rx.button(
+                        rx.icon("send", size=14), "Send", type="submit", disabled=ChatState.composer_locked,
+                        data_testid="send-button"
+                    ),
                 ),
                 width="100%",
                 align="end",
@@ -120,7 +139,10 @@ def _composer_form() -> rx.Component:
             reset_on_submit=False,
             width="100%",
         ),
-        rx.cond(ChatState.composer_error != "", rx.text(ChatState.composer_error, color=theme.ERROR_COLOR, size="2", data_testid="composer-error")),
+        rx.cond(
+            ChatState.composer_error != "",
+            rx.text(ChatState.composer_error, color=theme.ERROR_COLOR, size="2", data_testid="composer-error")
+        ),
         width="100%",
         spacing="1",
     )

@@ -12,6 +12,8 @@ which the app's ``style-src 'unsafe-inline'`` allows.
 The browser's checks are a help only: the server validates the arguments again on submit.
 """
 
+# Tested by: tests/e2e/test_editor_components.py
+
 from __future__ import annotations
 
 from typing import Any
@@ -58,10 +60,12 @@ class JsonEditor(rx.Component):
     aria_label: rx.Var[str]
     read_only: rx.Var[bool]
 
-    on_change: rx.EventHandler[rx.event.passthrough_event_spec(str)]
+    on_change: rx.EventHandler[rx.event.passthrough_event_spec(str)]  # type: ignore[type-arg, valid-type]  # Reflex's own idiom
 
 
-def json_editor(value: rx.Var[str] | str, on_change: Any, schema: rx.Var | dict[str, Any] | None = None, **props: Any) -> rx.Component:
+def json_editor(
+    value: rx.Var[str] | str, on_change: Any, schema: rx.Var | dict[str, Any] | None = None, **props: Any
+) -> rx.Component:
     """The arguments' JSON editor with the stable test id ``edit-json``.
 
     Args:

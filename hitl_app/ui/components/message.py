@@ -1,12 +1,13 @@
 """Chat bubbles and compact, expandable tool rows."""
 
+# Tested by: tests/e2e/test_chat_flow.py
+
 from __future__ import annotations
 
 import reflex as rx
 
 from hitl_app.ui import theme
 from hitl_app.ui.rows import MessageRow
-
 
 LINK_REL = "noopener noreferrer nofollow"
 """``rel`` of links in assistant text: the opened page gets no handle on this tab, no referrer, and
@@ -78,7 +79,10 @@ def tool_row(msg: MessageRow) -> rx.Component:
         rx.vstack(
             rx.cond(
                 msg.args_json != "",
-                rx.box(rx.text("Arguments", size="1", color=theme.MUTED), rx.code_block(msg.args_json, language="json", wrap_long_lines=True), width="100%"),
+                rx.box(
+                    rx.text("Arguments", size="1", color=theme.MUTED),
+                    rx.code_block(msg.args_json, language="json", wrap_long_lines=True), width="100%"
+                ),
             ),
             rx.text("Result", size="1", color=theme.MUTED),
             rx.box(rx.text(msg.result, size="2", white_space="pre-wrap", style={"wordBreak": "break-word"}), width="100%"),
@@ -87,7 +91,10 @@ def tool_row(msg: MessageRow) -> rx.Component:
             width="100%",
         ),
         custom_attrs={"data-testid": "message", "data-role": "tool", "data-outcome": msg.outcome},
-        style={"border": "1px solid var(--gray-5)", "borderRadius": "8px", "padding": "6px 10px", "width": "100%", "background": "var(--gray-1)"},
+        style={
+            "border": "1px solid var(--gray-5)", "borderRadius": "8px", "padding": "6px 10px", "width": "100%",
+            "background": "var(--gray-1)"
+        },
     )
 
 

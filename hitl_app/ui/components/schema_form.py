@@ -12,6 +12,8 @@ per input), ``edit-form-group`` (an object or array header), ``edit-form-add`` /
 ``edit-mode-json``, ``edit-diff`` with ``edit-diff-row`` (``data-kind``: changed/added/removed).
 """
 
+# Tested by: tests/e2e/test_editor_components.py
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -192,14 +194,23 @@ def edit_mode_switch(mode: rx.Var[str], on_mode: Callable[[str], Any]) -> rx.Com
             custom_attrs={"aria-pressed": rx.cond(chosen, "true", "false")},
         )
 
-    return rx.hstack(button("form", "Form", "list"), button("json", "JSON", "braces"), spacing="1", role="group", aria_label="Edit mode")
+    return rx.hstack(
+        button("form", "Form", "list"), button("json", "JSON", "braces"), spacing="1", role="group", aria_label="Edit mode"
+    )
 
 
 def _diff_row(line: DiffLine) -> rx.Component:
     return rx.table.row(
         rx.table.cell(rx.code(line.path, variant="ghost"), white_space="nowrap"),
-        rx.table.cell(rx.badge(line.kind, color_scheme=rx.match(line.kind, ("added", "green"), ("removed", "red"), "blue"), variant="soft")),
-        rx.table.cell(rx.text(line.before, size="1", font_family=theme.MONO, style={"wordBreak": "break-all", "textDecoration": rx.cond(line.kind == "added", "none", "line-through")})),
+        rx.table.cell(
+            rx.badge(line.kind, color_scheme=rx.match(line.kind, ("added", "green"), ("removed", "red"), "blue"), variant="soft")
+        ),
+        rx.table.cell(
+            rx.text(
+                line.before, size="1", font_family=theme.MONO,
+                style={"wordBreak": "break-all", "textDecoration": rx.cond(line.kind == "added", "none", "line-through")}
+            )
+        ),
         rx.table.cell(rx.text(line.after, size="1", font_family=theme.MONO, style={"wordBreak": "break-all"})),
         data_testid="edit-diff-row",
         custom_attrs={"data-kind": line.kind, "data-field": line.path, "title": line.text},

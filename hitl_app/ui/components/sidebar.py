@@ -1,5 +1,7 @@
 """The sidebar (threads), the phone menu and the reviewer's name box."""
 
+# Tested by: tests/e2e/test_layout.py
+
 from __future__ import annotations
 
 import reflex as rx
@@ -24,7 +26,10 @@ def _thread_link(row: ThreadRow, in_menu: bool = False) -> rx.Component:
                     weight=rx.cond(active, "bold", "regular"),
                     title=row.title,
                     data_testid="thread-title",
-                    style={"overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap", "width": "100%", "minWidth": "0", "lineHeight": "1.4"},
+                    style={
+                        "overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap", "width": "100%",
+                        "minWidth": "0", "lineHeight": "1.4"
+                    },
                 ),
                 rx.text(row.when, size="1", color=theme.MUTED, style={"whiteSpace": "nowrap"}),
                 spacing="0",
@@ -45,7 +50,8 @@ def _thread_link(row: ThreadRow, in_menu: bool = False) -> rx.Component:
         high_contrast=True,
         data_testid="thread-link",
         custom_attrs={"data-thread-id": row.thread_id},
-        style={"display": "block", "width": "100%", "minWidth": "0", "boxSizing": "border-box", "padding": "6px 8px", "borderRadius": "8px", "background": rx.cond(active, "var(--gray-4)", "transparent"),
+        style={"display": "block", "width": "100%", "minWidth": "0", "boxSizing": "border-box", "padding": "6px 8px",
+               "borderRadius": "8px", "background": rx.cond(active, "var(--gray-4)", "transparent"),
                # Reflex's link hover colour (accent-8) made a hovered title faint: darken the row instead
                "_hover": {"color": "var(--gray-12)", "background": rx.cond(active, "var(--gray-4)", "var(--gray-3)")}},
     )
@@ -64,11 +70,17 @@ def sidebar_body(in_menu: bool = False) -> rx.Component:
     each control also closes the menu."""
     return rx.fragment(
         rx.hstack(rx.icon("shield-check", color="var(--indigo-11)"), rx.heading("hitl_app", size="4"), align="center"),
-        rx.button(rx.icon("plus", size=14), "New chat", **_click(in_menu, ThreadListState.new_thread), width="100%", data_testid="new-thread"),
+        rx.button(
+            rx.icon("plus", size=14), "New chat", **_click(in_menu, ThreadListState.new_thread), width="100%",
+            data_testid="new-thread"
+        ),
         # a plain box, not rx.scroll_area: Radix's viewport child is `display: table; min-width: 100%`
         # and grows with the longest title, which pushed the badges out and scrolled sideways
         rx.box(
-            rx.vstack(rx.foreach(ThreadListState.threads, lambda row: _thread_link(row, in_menu)), spacing="1", width="100%", align="stretch"),
+            rx.vstack(
+                rx.foreach(ThreadListState.threads, lambda row: _thread_link(row, in_menu)), spacing="1", width="100%",
+                align="stretch"
+            ),
             flex="1",
             min_height="0",
             width="100%",
@@ -103,7 +115,10 @@ def sidebar() -> rx.Component:
     )
 
 
-_SR_ONLY = {"position": "absolute", "width": "1px", "height": "1px", "padding": "0", "margin": "-1px", "overflow": "hidden", "clip": "rect(0, 0, 0, 0)", "whiteSpace": "nowrap", "border": "0"}
+_SR_ONLY = {
+    "position": "absolute", "width": "1px", "height": "1px", "padding": "0", "margin": "-1px", "overflow": "hidden",
+    "clip": "rect(0, 0, 0, 0)", "whiteSpace": "nowrap", "border": "0"
+}
 """Read by screen readers (the dialog's title and description), not shown."""
 
 
@@ -111,7 +126,10 @@ def mobile_menu() -> rx.Component:
     """Header button on small screens that opens the sidebar's content as a sheet from the left."""
     return rx.dialog.root(
         rx.dialog.trigger(
-            rx.icon_button(rx.icon("menu", size=18), variant="ghost", aria_label="Threads and menu", data_testid="mobile-menu", display=["flex", "flex", "none"]),
+            rx.icon_button(
+                rx.icon("menu", size=18), variant="ghost", aria_label="Threads and menu", data_testid="mobile-menu",
+                display=["flex", "flex", "none"]
+            ),
         ),
         rx.dialog.content(
             rx.dialog.title("Threads", style=_SR_ONLY),
@@ -142,7 +160,9 @@ def reviewer_box() -> rx.Component:
     """Header control: the reviewer name recorded with each decision."""
     return rx.popover.root(
         rx.popover.trigger(
-            rx.button(rx.icon("user", size=14), SessionState.reviewer_label, variant="ghost", size="2", data_testid="reviewer-name"),
+            rx.button(
+                rx.icon("user", size=14), SessionState.reviewer_label, variant="ghost", size="2", data_testid="reviewer-name"
+            ),
         ),
         rx.popover.content(
             rx.form(

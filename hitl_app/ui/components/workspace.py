@@ -1,6 +1,8 @@
 """The workspace panel: the outbox, the files and the records table, so a person can check what
 the approved tool calls really did."""
 
+# Tested by: tests/e2e/test_screens.py
+
 from __future__ import annotations
 
 import reflex as rx
@@ -41,7 +43,14 @@ def _files_tab() -> rx.Component:
     """The files in the sandbox, with their sizes in bytes."""
     return rx.tabs.content(
         rx.vstack(
-            rx.foreach(WorkspaceState.file_rows, lambda f: rx.hstack(rx.code(f.path, variant="ghost"), rx.spacer(), rx.text(f.size.to_string() + " B", size="1", color=theme.MUTED), width="100%", custom_attrs={"data-testid": "workspace-file", "data-path": f.path})),
+            rx.foreach(
+                WorkspaceState.file_rows,
+                lambda f: rx.hstack(
+                    rx.code(f.path, variant="ghost"), rx.spacer(),
+                    rx.text(f.size.to_string() + " B", size="1", color=theme.MUTED), width="100%",
+                    custom_attrs={"data-testid": "workspace-file", "data-path": f.path}
+                )
+            ),
             width="100%",
             padding_top="8px",
         ),
@@ -63,8 +72,12 @@ def _records_tab() -> rx.Component:
                 data_testid="records-missing",
             ),
             rx.table.root(
-                rx.table.header(rx.table.row(rx.foreach(WorkspaceState.record_columns, lambda c: rx.table.column_header_cell(c)))),
-                rx.table.body(rx.foreach(WorkspaceState.record_rows, lambda r: rx.table.row(rx.foreach(r, lambda v: rx.table.cell(v))))),
+                rx.table.header(
+                    rx.table.row(rx.foreach(WorkspaceState.record_columns, lambda c: rx.table.column_header_cell(c)))
+                ),
+                rx.table.body(
+                    rx.foreach(WorkspaceState.record_rows, lambda r: rx.table.row(rx.foreach(r, lambda v: rx.table.cell(v))))
+                ),
                 size="1",
             ),
         ),
@@ -77,9 +90,23 @@ def workspace_panel() -> rx.Component:
     return rx.cond(
         WorkspaceState.open,
         rx.vstack(
-            rx.hstack(rx.heading("Workspace", size="3"), rx.spacer(), rx.icon_button(rx.icon("refresh-cw", size=14), variant="ghost", on_click=WorkspaceState.refresh, data_testid="workspace-refresh"), rx.icon_button(rx.icon("x", size=14), variant="ghost", on_click=WorkspaceState.toggle, aria_label="Close the workspace", data_testid="workspace-close"), width="100%"),
+            rx.hstack(
+                rx.heading("Workspace", size="3"), rx.spacer(),
+                rx.icon_button(
+                    rx.icon("refresh-cw", size=14), variant="ghost", on_click=WorkspaceState.refresh,
+                    data_testid="workspace-refresh"
+                ),
+                rx.icon_button(
+                    rx.icon("x", size=14), variant="ghost", on_click=WorkspaceState.toggle, aria_label="Close the workspace",
+                    data_testid="workspace-close"
+                ),
+                width="100%"
+            ),
             rx.tabs.root(
-                rx.tabs.list(rx.tabs.trigger("Outbox", value="outbox"), rx.tabs.trigger("Files", value="files"), rx.tabs.trigger("Records", value="records")),
+                rx.tabs.list(
+                    rx.tabs.trigger("Outbox", value="outbox"), rx.tabs.trigger("Files", value="files"),
+                    rx.tabs.trigger("Records", value="records")
+                ),
                 _outbox_tab(),
                 _files_tab(),
                 _records_tab(),

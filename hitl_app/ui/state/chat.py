@@ -101,7 +101,7 @@ class ChatState(SessionState):
         error goes to the review panel (a Retry could not work: the review needs deciding).
         """
         self._show_rows(message_rows(view.messages, await self._audit_for(view)))
-        status = view.status
+        status: str = view.status
         if status == "incomplete" and await get_service().is_running(view.thread_id):
             status = "running"  # a run is live (e.g. a reload mid-stream): not a stopped one
         self.status = status

@@ -6,6 +6,8 @@ at most one watcher in a server process: a new one retires the previous one at o
 cancelled), so repeated ``watch`` events, forged or from navigating, never pile up tasks.
 """
 
+# Tested by: tests/e2e/test_streaming.py
+
 from __future__ import annotations
 
 import asyncio
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import reflex as rx
+from reflex.event import EventSpec
 
 LIVE_JS_SRC = "/js/live.js"
 """Defines ``window.hitlLive`` (loaded in the page head, before the app's own code)."""
@@ -29,7 +32,7 @@ WATCH_IDLE_S = 900
 """A tab's watcher waits this long (seconds) for a new run before it exits (restarted on any action)."""
 
 
-def live_script(key: str, seq: int, text: str, reset: bool) -> rx.event.EventSpec:
+def live_script(key: str, seq: int, text: str, reset: bool) -> EventSpec:
     """The client call that appends ``text`` to the live bubble ``key`` (``window.hitlLive``).
 
     Append-only: each call carries only new text; ``reset`` replaces the text (a late joiner's

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 import reflex as rx
+from reflex.event import EventSpec
 
 from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft, parse_args_json, validate_edit_args
 from hitl_app.review.types import PendingReview, decision_payload
@@ -38,7 +39,7 @@ class ReviewState(SessionState):
     _review_json: str = ""
     _edited: dict[int, dict[str, Any]] = {}
 
-    def _lost(self, action: str, *args: Any) -> rx.event.EventSpec | None:
+    def _lost(self, action: str, *args: Any) -> EventSpec | None:
         """When the tab's server state is gone (expired in Redis, or deleted), the way back.
 
         A fresh state has no browser id: the page's localStorage never reached it (Reflex sends it
@@ -139,7 +140,7 @@ class ReviewState(SessionState):
 
     @rx.var
     def approve_all_label(self) -> str:
-        """ "Approve all", or "Approve the rest" once some card is decided (those decisions stay)."""
+        """Label "Approve all", or "Approve the rest" once some card is decided (those decisions stay)."""
         return draft.approve_rest_label(self.cards)
 
     @rx.var
@@ -181,7 +182,7 @@ class ReviewState(SessionState):
 
     @rx.event
     def check_edit(self, form_data: dict[str, Any]) -> None:
-        """ "Check edit" (the editor's form: ``index`` and ``args`` fields); same checks as save_edit."""
+        """Handle "Check edit" (the editor's form: ``index`` and ``args`` fields); same checks as save_edit."""
         raw = form_data.get("index") if isinstance(form_data, dict) else None
         try:
             index = int(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else -1

@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 import reflex as rx
+from reflex.event import EventSpec
 
 
 def ensure_browser_id(value: Any) -> str:
@@ -24,7 +25,7 @@ IDENTITY_JS = (
 """Reads the browser's stored identity (for ``rx.call_script``); ``%s`` takes extra fields."""
 
 
-def ask_identity(callback: Any, extra: str = "") -> rx.event.EventSpec:
+def ask_identity(callback: Any, extra: str = "") -> EventSpec:
     """Ask the browser for its stored id and reviewer name; ``callback`` gets
     ``{"browser_id", "reviewer", ...extra}``. ``extra`` is ``", key: <JSON>"`` text or empty."""
     return rx.call_script(IDENTITY_JS % extra, callback=callback)

@@ -47,7 +47,9 @@ def test_users_add_list_set_role_disable(cli):
     added = cli("add", "Ada@Example.com", "--name", "Ada", "--role", "admin", "--password-stdin", stdin="correct horse 1\n")
     assert added.returncode == 0, added.stderr
     assert "added Ada@Example.com (admin)" in added.stdout
-    assert cli("add", "rex@example.com", "--name", "Rex", "--role", "member", "--password-stdin", stdin="rex password\n").returncode == 0
+    assert cli(
+        "add", "rex@example.com", "--name", "Rex", "--role", "member", "--password-stdin", stdin="rex password\n"
+    ).returncode == 0
     role = cli("set-role", "REX@example.com", "reviewer")
     assert role.returncode == 0 and "is now reviewer" in role.stdout
     listed = cli("list").stdout.splitlines()

@@ -38,7 +38,9 @@ def review(interrupt_id: str = "i1", thread_id: str = "t1") -> PendingReview:
         thread_id=thread_id,
         interrupt_id=interrupt_id,
         action_requests=tuple(ActionRequest(name=n, args=a) for n, a in actions),
-        review_configs=tuple(ReviewConfig(action_name=n, allowed_decisions=("approve", "edit", "reject", "respond")) for n, _ in actions),
+        review_configs=tuple(
+            ReviewConfig(action_name=n, allowed_decisions=("approve", "edit", "reject", "respond")) for n, _ in actions
+        ),
         tool_call_ids=("call_1", "call_2", None),
         checkpoint_id="cp1",
     )

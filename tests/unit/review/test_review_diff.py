@@ -25,7 +25,12 @@ def test_equal_arguments_have_no_changes():
 
 def test_nested_objects_and_lists_by_path():
     proposed = {"order": {"address": {"city": "Oslo", "zip": "0150"}, "items": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 2}]}}
-    edited = {"order": {"address": {"city": "Bergen", "zip": "0150"}, "items": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 3}, {"sku": "c", "qty": 1}]}}
+    edited = {
+        "order": {
+            "address": {"city": "Bergen", "zip": "0150"},
+            "items": [{"sku": "a", "qty": 1}, {"sku": "b", "qty": 3}, {"sku": "c", "qty": 1}]
+        }
+    }
     assert diff_args(proposed, edited) == [
         FieldChange("order.address.city", "changed", "Oslo", "Bergen"),
         FieldChange("order.items.1.qty", "changed", 2, 3),

@@ -20,7 +20,7 @@ from hitl_app.review.schema_form import (
 )
 
 
-class Priority(str, Enum):
+class Priority(str, Enum):  # noqa: UP042 - models written for Python < 3.11 use (str, Enum); the form must read them
     low = "low"
     high = "high"
 
@@ -108,7 +108,9 @@ def test_form_values_become_typed_arguments_and_empty_optionals_drop():
 
 
 def test_per_field_errors_name_the_path():
-    draft = {"customer": "", "priority": "urgent", "total": "12x", "address": {}, "lines": [{"sku": "x", "qty": "1.5"}], "extra": 1}
+    draft = {
+        "customer": "", "priority": "urgent", "total": "12x", "address": {}, "lines": [{"sku": "x", "qty": "1.5"}], "extra": 1
+    }
     result = args_from_form(FIELDS, draft)
     assert result.errors == {
         "customer": "required", "priority": "must be one of low, high", "total": "must be a number",
@@ -138,7 +140,9 @@ def test_rows_flatten_nesting_with_depth_labels_and_errors():
     draft = {"customer": "ACME", "total": "x", "address": {"city": "Oslo"}, "lines": [{"sku": "a", "qty": 2}], "tags": ["t"]}
     rows = form_rows(FIELDS, draft, args_from_form(FIELDS, draft).errors)
     table = {r.path: r for r in rows}
-    assert [r.path for r in rows][:8] == ["customer", "priority", "channel", "total", "gift", "address", "address.city", "address.zip"]
+    assert [r.path for r in rows][:8] == [
+        "customer", "priority", "channel", "total", "gift", "address", "address.city", "address.zip"
+    ]
     assert table["total"].error == "must be a number" and table["total"].value == "x"
     assert table["address.city"].depth == 1 and table["address.city"].aria_label == "Address › City"
     assert table["lines.0"].removable and table["lines.0"].label == "Item 1"

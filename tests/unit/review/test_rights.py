@@ -20,7 +20,6 @@ from hitl_app.review.rights import (
     progress,
 )
 
-
 MIA = Person(1, "Mia", Role.MEMBER, "mia@example.com")  # asks in her own thread
 MAX = Person(2, "Max", Role.MEMBER, "max@example.com")  # another member
 DANA = Person(3, "Dana", Role.REVIEWER, "Dana@Example.com")

@@ -1,0 +1,125 @@
+"""The review-draft rules: what counts as decided, "Approve the rest", and the decisions sent.
+
+Cards are the UI's own ``CardRow`` items, built as the review panel would hold them.
+"""
+
+from __future__ import annotations
+
+from hitl_app.review import draft
+from hitl_app.review.types import ApproveDecision, EditDecision, RejectDecision, RespondDecision, decision_payload
+from hitl_app.ui.rows import CardRow
+
+ALL = ["approve", "edit", "reject", "respond"]
+
+
+def card(index: int, choice: str = "", allowed: list[str] | None = None, **fields) -> CardRow:
+    return CardRow(
+        index=index, tool_name=fields.pop("tool_name", "send_email"), description="", allowed=allowed or list(ALL), choice=choice,
+        **fields
+    )
+
+
+def test_approve_and_reject_are_decided_once_picked_a_reason_is_optional():
+    assert draft.is_decided(card(0, "approve"))
+    assert draft.is_decided(card(0, "reject"))
+    assert draft.is_decided(card(0, "reject", reason="not now"))
+    assert not draft.is_decided(card(0))
+
+
+def test_an_edit_is_decided_only_when_its_editor_closed_without_error():
+    assert not draft.is_decided(card(0, "edit", editing=True))
+    assert not draft.is_decided(card(0, "edit", editing=True, edit_error="`to` is required"))
+    assert not draft.is_decided(card(0, "edit", edit_error="`to` is required"))
+    assert draft.is_decided(card(0, "edit"))
+
+
+def test_a_respond_needs_an_answer_with_text():
+    assert not draft.is_decided(card(0, "respond"))
+    assert not draft.is_decided(card(0, "respond", answer="   \n"))
+    assert draft.is_decided(card(0, "respond", answer="blue"))
+
+
+def test_counter_and_all_decided():
+    cards = [card(0, "approve"), card(1, "respond"), card(2)]
+    assert draft.decided_count(cards) == 1
+    assert not draft.all_decided(cards)
+    assert draft.all_decided([card(0, "approve"), card(1, "reject")])
+    assert not draft.all_decided([]), "an empty review is not 'all decided'"
+
+
+def test_approve_all_is_offered_only_when_every_untouched_card_allows_approve():
+    assert draft.offers_approve_rest([card(0), card(1)])
+    # an ask_user card (respond only) left untouched: the button could not fill it
+    assert not draft.offers_approve_rest([card(0), card(1, allowed=["respond"])])
+    # ... but once it is answered, the rest can be approved
+    assert draft.offers_approve_rest([card(0), card(1, "respond", allowed=["respond"], answer="blue")])
+    # nothing left untouched: nothing to fill
+    assert not draft.offers_approve_rest([card(0, "approve"), card(1, "reject")])
+    assert not draft.offers_approve_rest([])
+
+
+def test_label_says_the_rest_once_something_was_picked():
+    assert draft.approve_rest_label([card(0), card(1)]) == "Approve all"
+    assert draft.approve_rest_label([card(0, "reject"), card(1)]) == "Approve the rest"
+
+
+def test_approve_the_rest_fills_only_untouched_cards_that_allow_approve():
+    cards = [
+        card(0, "reject", reason="no"),
+        card(1),
+        card(2, "edit"),
+        card(3, "respond", answer="blue"),
+        card(4, allowed=["reject"]),
+        card(5),
+    ]
+    assert draft.approve_rest(cards) == [1, 5]
+
+
+def test_approve_the_rest_stops_at_an_unfinished_edit():
+    assert draft.open_edit([card(0), card(1, "edit", editing=True)], {}).index == 1
+    assert draft.open_edit([card(0, "edit")], {}).index == 0, "an edit without checked arguments is not finished"
+    assert draft.open_edit([card(0, "edit"), card(1)], {0: {"to": "a@example.com"}}) is None
+    assert "Finish this edit" in draft.FINISH_EDIT
+
+
+def test_decisions_are_typed_in_card_order_and_leave_out_undecided_cards():
+    cards = [
+        card(0, "approve"),
+        card(1, "edit"),
+        card(2, "reject", reason="  not now "),
+        card(3, "reject", reason="   "),
+        card(4, "respond", answer="blue", tool_name="ask_user"),
+        card(5),
+        card(6, "edit", editing=True),
+    ]
+    decisions = draft.to_decisions(cards, {1: {"to": "b@example.com"}, 6: {"to": "never@example.com"}})
+    assert decisions == [
+        ApproveDecision(type="approve"),
+        EditDecision(type="edit", edited_action={"name": "send_email", "args": {"to": "b@example.com"}}),
+        RejectDecision(type="reject", message="not now"),
+        RejectDecision(type="reject", message=None),
+        RespondDecision(type="respond", message="blue"),
+    ]
+    # the resume payload LangChain's middleware expects
+    assert [decision_payload(d) for d in decisions] == [
+        {"type": "approve"},
+        {"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "b@example.com"}}},
+        {"type": "reject", "message": "not now"},
+        {"type": "reject"},
+        {"type": "respond", "message": "blue"},
+    ]
+
+
+def test_an_edit_is_sent_with_a_copy_of_the_checked_arguments():
+    edited = {0: {"to": "b@example.com"}}
+    [decision] = draft.to_decisions([card(0, "edit")], edited)
+    edited[0]["to"] = "changed@example.com"
+    assert decision.edited_action.args == {"to": "b@example.com"}
+
+
+def test_a_respond_without_an_answer_is_named_before_anything_is_sent():
+    cards = [card(0, "approve"), card(1, "respond", answer=" ", tool_name="ask_user")]
+    gap = draft.unanswered(cards)
+    assert gap is not None and gap.index == 1
+    assert draft.unanswered_message(gap) == "Write an answer for ask_user before submitting."
+    assert draft.unanswered([card(0, "respond", answer="blue")]) is None
