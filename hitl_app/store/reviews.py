@@ -25,6 +25,14 @@ REVIEWER_CHARS = 100
 """Longest reviewer name stored, in characters."""
 
 
+def stored_reviewer(reviewer: object) -> str:
+    """The reviewer name as stored: a string on one line (runs of whitespace, newlines included,
+    become one space), cut to ``REVIEWER_CHARS``; ``"anonymous"`` for an empty or non-string value."""
+    if not isinstance(reviewer, str):
+        return "anonymous"
+    return " ".join(reviewer.split())[:REVIEWER_CHARS] or "anonymous"
+
+
 class AlreadyDecided(Exception):
     """Another submission claimed this interrupt first (nothing was written by this one)."""
 
@@ -109,7 +117,7 @@ def audit_rows(
                 args_proposed=action.args,
                 args_executed=executed_args(decision, action.args),
                 message=decision_message(decision),
-                reviewer=by.reviewer[:REVIEWER_CHARS] or "anonymous",
+                reviewer=stored_reviewer(by.reviewer),
                 reviewer_id=by.reviewer_id[:100] or None,
                 reviewer_role=by.reviewer_role[:20] or None,
                 deciders=[dict(d) for d in by.deciders] or None,

@@ -11,7 +11,7 @@ from hitl_app.threads.decide import BrowserPerson
 from hitl_app.threads.metrics import OUTCOMES, PERIOD_DAYS, review_metrics
 from hitl_app.threads.types import ThreadError
 from hitl_app.ui.rows import humanize_wait
-from hitl_app.ui.state.session import SessionState
+from hitl_app.ui.state.session import SessionState, reviewer_name
 
 
 def _when(value: Any) -> str:
@@ -25,7 +25,7 @@ class GrantsState(SessionState):
     error: str = ""
 
     def _person(self) -> BrowserPerson:
-        return BrowserPerson(self.browser_id, self.reviewer or "anonymous")
+        return BrowserPerson(self.browser_id, reviewer_name(self.reviewer) or "anonymous")
 
     @rx.event
     async def load(self):
@@ -78,7 +78,7 @@ class MetricsState(SessionState):
         """Read the metrics of the period (reviewers and admins; the server refuses others)."""
         if not self.browser_id:
             self._ensure_identity()
-        person = BrowserPerson(self.browser_id, self.reviewer or "anonymous")
+        person = BrowserPerson(self.browser_id, reviewer_name(self.reviewer) or "anonymous")
         runtime = get_runtime()
         try:
             async with runtime.service._session() as session:

@@ -16,7 +16,7 @@ from hitl_app.runtime import get_service
 from hitl_app.threads.decide import BrowserPerson
 from hitl_app.threads.desk_view import DeskView
 from hitl_app.threads.types import ThreadError
-from hitl_app.ui.state.session import SessionState
+from hitl_app.ui.state.session import SessionState, reviewer_name
 
 COUNTDOWN_JS_SRC = "/js/countdown.js"
 """Defines the page's countdown ticker (loaded in the page head)."""
@@ -103,7 +103,7 @@ class DeskState(SessionState):
         from hitl_app.ui.state.chat import ChatState
 
         chat = await self.get_state(ChatState)
-        person = BrowserPerson(self.browser_id, self.reviewer or "anonymous")
+        person = BrowserPerson(self.browser_id, reviewer_name(self.reviewer) or "anonymous")
         service = get_service()
         try:
             await service.desk.undo(chat.tid, self._interrupt_id, person)

@@ -23,7 +23,7 @@ from hitl_app.threads.views import CardStatus
 from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui.rows import CardRow, apply_status, card_rows
 from hitl_app.ui.state.chat import ChatState
-from hitl_app.ui.state.session import SessionState, ask_identity
+from hitl_app.ui.state.session import SessionState, ask_identity, reviewer_name
 
 RECOVERABLE = ("choose", "submit", "approve_all")
 """Review actions replayed after the tab's server state is rebuilt (see ``ReviewState._lost``)."""
@@ -286,7 +286,7 @@ class ReviewState(SessionState):
 
     def _person(self) -> BrowserPerson:
         """The person deciding (until sign-in is wired: this browser, a member owning its threads)."""
-        return BrowserPerson(self.browser_id, self.reviewer or "anonymous")
+        return BrowserPerson(self.browser_id, reviewer_name(self.reviewer) or "anonymous")
 
     async def _refused(self, chat: ChatState, exc: ReviewError):
         """Show why a submission was refused: on its card, or on the panel; a stale review is

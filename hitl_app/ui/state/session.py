@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Any
 
@@ -16,6 +17,27 @@ def ensure_browser_id(value: Any) -> str:
     except (ValueError, TypeError, AttributeError):
         return str(uuid.uuid4())
     return value
+
+
+REVIEWER_MAX_CHARS = 40
+"""Longest reviewer name a browser may set, in characters."""
+
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def reviewer_name(value: Any) -> str:
+    """``value`` as a reviewer name: a string of 1-40 characters, stripped, on one line, without
+    control or bidirectional characters; ``""`` (anonymous) for anything else.
+
+    The name comes from the browser (localStorage, sent at hydration), so it is checked every time
+    it is used, not only when it was typed into the header form.
+    """
+    if not isinstance(value, str):
+        return ""
+    name = value.strip()
+    if not name or len(name) > REVIEWER_MAX_CHARS or _INVISIBLE.search(name):
+        return ""
+    return name
 
 
 IDENTITY_JS = (
@@ -55,18 +77,16 @@ class SessionState(rx.State):
             return
         stored = stored if isinstance(stored, dict) else {}
         self.browser_id = ensure_browser_id(stored.get("browser_id"))
-        reviewer = stored.get("reviewer")
-        if isinstance(reviewer, str) and 0 < len(reviewer.strip()) <= 40:
-            self.reviewer = reviewer.strip()
+        if reviewer := reviewer_name(stored.get("reviewer")):
+            self.reviewer = reviewer
 
     @rx.event
     def save_reviewer(self, form_data: dict[str, Any]) -> None:
         """Set the reviewer name recorded with each decision (1-40 characters)."""
-        name = form_data.get("reviewer") if isinstance(form_data, dict) else None
-        if isinstance(name, str) and 0 < len(name.strip()) <= 40:
-            self.reviewer = name.strip()
+        if name := reviewer_name(form_data.get("reviewer") if isinstance(form_data, dict) else None):
+            self.reviewer = name
 
     @rx.var
     def reviewer_label(self) -> str:
         """The name shown in the header."""
-        return self.reviewer or "anonymous"
+        return reviewer_name(self.reviewer) or "anonymous"

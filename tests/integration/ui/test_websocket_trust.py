@@ -405,3 +405,30 @@ async def test_reconnect_with_same_token_finds_the_thread_and_pending_review(ser
         assert app_db.outbox(server.data_dir).count("max@example.com") == 1
     finally:
         await c2.close()
+
+
+@pytest.mark.parametrize(
+    "stored",
+    ['=HYPERLINK("http://x.example","y")\n2099-01-01 INFO forged line ' + "x" * 3000, 5, ["Dana"], "\u202eanaD"],
+    ids=["long-multiline-formula", "number", "list", "bidi"],
+)
+async def test_a_forged_stored_reviewer_name_is_checked_like_a_typed_one(server: AppServer, stored):
+    """Review M7: the reviewer name arrives from the page's storage at hydration, bypassing the
+    header form's 1-40 character rule. Whatever the page sends, deciding works and the audit
+    trail records a checked name (here: anonymous), never the forged text."""
+    c = WsClient(server.url)
+    c.reviewer = stored  # what a forged page puts in localStorage / the hydrate event
+    await c.connect()
+    tid = new_tid()
+    to = f"ivy-{tid[:8]}@example.com"
+    try:
+        await c.load_thread(tid)
+        await start_review(c, f"email {to} about names: checked")
+        await c.call("ReviewState.choose", index=0, kind="approve")
+        await submit_and_finish(c)
+        assert c.session.get("reviewer_label") == "anonymous"
+        [row] = app_db.audit_rows(server.data_dir, tid)
+        assert row["reviewer"] == "anonymous"
+        assert app_db.outbox(server.data_dir).count(to) == 1
+    finally:
+        await c.close()
