@@ -85,6 +85,22 @@ def test_reload_keeps_the_review_and_another_browser_is_refused(page: Page, app_
     open_workspace(page)
     expect(page.locator("[data-testid=outbox-mail][data-to='carol@example.com']")).to_have_count(1)
 
+    # review M1: each browser's Workspace panel shows only its own mail
+    open_new_thread(stranger, app_server)
+    send(stranger, "email dan@example.com about mine: only mine")
+    stranger.get_by_test_id("decision-approve").click()
+    stranger.get_by_test_id("submit-decisions").click()
+    expect(messages(stranger, "tool")).to_have_attribute("data-outcome", "executed")
+    wait_idle(stranger)
+    open_workspace(stranger)
+    expect(stranger.locator("[data-testid=outbox-mail][data-to='dan@example.com']")).to_have_count(1)
+    expect(stranger.get_by_test_id("outbox-mail")).to_have_count(1)  # not carol's
+    page.get_by_test_id("workspace-toggle").first.click()  # close, then reopen: the panel reads again
+    expect(page.get_by_test_id("workspace-panel")).to_have_count(0)
+    open_workspace(page)
+    expect(page.locator("[data-testid=outbox-mail][data-to='carol@example.com']")).to_have_count(1)
+    expect(page.get_by_test_id("outbox-mail")).to_have_count(1)  # not dan's
+
 
 def test_three_action_batch_decided_out_of_order(page: Page, app_server: AppServer):
     """C5 (as far as issue 2's policy allows) and C4: cards decided in the order 3, 1, 2; a
