@@ -27,7 +27,12 @@ import sqlparse
 
 from hitl_app.agent.limits import ToolLimits
 from hitl_app.agent.sandbox import SandboxError, resolve_in_sandbox
-from hitl_app.agent.sql_guard import QueryCancel, is_read_only_sql, open_guarded, write_authorizer
+from hitl_app.agent.sql_guard import (
+    QueryCancel,
+    is_read_only_sql,
+    open_guarded,
+    write_authorizer,
+)
 from hitl_app.store.owners import OwnerSpace
 
 MAX_PREVIEW_BYTES = 200_000

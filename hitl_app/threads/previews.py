@@ -27,7 +27,7 @@ def _previews(
     for action in review.action_requests:
         try:
             out.append(preview_call(space, action.name, action.args, limits))
-        except Exception:  # noqa: BLE001 - a preview is a help: never break the card for it
+        except Exception:
             log.exception("effect preview failed thread=%s tool=%s", review.thread_id, action.name)
             out.append(None)
     return out

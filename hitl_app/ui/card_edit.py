@@ -26,6 +26,7 @@ from hitl_app.review.schema_form import (
     set_value,
 )
 from hitl_app.review.types import MAX_EDIT_JSON_CHARS
+from hitl_app.review.validate import ReviewError, parse_args_json
 from hitl_app.ui.rows import CardRow
 
 FIX_FIELDS = "Fix the fields marked below first."
@@ -95,21 +96,15 @@ def change_items(card: CardRow, draft: dict[str, Any], proposed: dict[str, Any],
 
 def set_json(card: CardRow, draft: dict[str, Any], proposed: dict[str, Any], text: Any) -> dict[str, Any]:
     """The JSON editor's text: kept as typed; the draft follows when it is a JSON object (else
-    ``json_note`` says the form shows the last valid arguments). Returns the new draft."""
+    ``json_note`` says what is wrong, in the server's words, and the form keeps the last valid
+    arguments). Returns the new draft."""
     if not isinstance(text, str):
         return draft
-    if len(text) > MAX_EDIT_JSON_CHARS:
-        card.json_note = f"The JSON text is too large (limit {MAX_EDIT_JSON_CHARS:,} characters)."
-        return draft
+    card.draft_json = text if len(text) <= MAX_EDIT_JSON_CHARS else card.draft_json
     try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        card.json_note = f"The JSON text is not valid ({str(exc).split(':')[0]}); the form shows the last valid arguments."
-        card.draft_json = text
-        return draft
-    if not isinstance(value, dict):
-        card.json_note = "The arguments must be a JSON object; the form shows the last valid arguments."
-        card.draft_json = text
+        value = parse_args_json(text)
+    except ReviewError as exc:
+        card.json_note = exc.message
         return draft
     card.json_note = ""
     show(card, value, proposed, text=text, bump=False)

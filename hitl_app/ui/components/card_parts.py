@@ -150,7 +150,9 @@ def editor_panel(card: CardRow) -> rx.Component:
                 aria_label="Arguments of " + card.tool_name + " (JSON)",
             ),
             rx.vstack(
-                rx.cond(card.json_note != "", rx.callout(card.json_note, color_scheme="amber", size="1", width="100%")),
+                rx.cond(card.json_note != "", rx.callout(
+                    "The JSON text has a problem (" + card.json_note + "); the form shows the last valid arguments.",
+                    color_scheme="amber", size="1", width="100%")),
                 schema_form(
                     card.form,
                     lambda path, value: ReviewState.set_field(index, path, value),

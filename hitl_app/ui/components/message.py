@@ -16,7 +16,7 @@ no ranking credit."""
 
 def _md_link(*children: rx.Component, **props) -> rx.Component:
     """A markdown link: opens in a new tab with ``LINK_REL``."""
-    return rx.link(*children, rel=LINK_REL, target="_blank", **props)
+    return rx.link(*children, rel=LINK_REL, target="_blank", underline="always", **props)
 
 
 def _md_image(*_children: rx.Component, **_props) -> rx.Component:
