@@ -41,6 +41,17 @@ def _fields(schema_text: str) -> tuple[FormField, ...]:
         return ()
 
 
+def plain(value: Any) -> Any:
+    """``value`` as plain dicts, lists and scalars: state reads hand out ``MutableProxy`` wrappers
+    around nested values, which must never reach a decision (the checkpointer cannot store them)."""
+    value = getattr(value, "__wrapped__", value)
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    return value
+
+
 def fields_for(card: CardRow) -> list[FormField]:
     """The form fields of ``card``'s tool schema (``[]`` without a usable schema)."""
     return list(_fields(json.dumps(card.schema))) if card.schema else []

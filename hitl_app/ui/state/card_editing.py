@@ -30,7 +30,7 @@ class CardEditMixin(rx.State, mixin=True):
         if card is None or review is None or "edit" not in card.allowed or not card.editing:
             return None
         proposed = review.action_requests[index].args
-        return card, self._drafts.get(index, dict(proposed)), proposed  # type: ignore[attr-defined]
+        return card, card_edit.plain(self._drafts.get(index, proposed)), proposed  # type: ignore[attr-defined]
 
     def _store(self, card: CardRow, draft: dict[str, Any]) -> None:
         """Keep ``draft`` and send the changed card (the list is reassigned, as ``_set`` does)."""
@@ -44,7 +44,7 @@ class CardEditMixin(rx.State, mixin=True):
         card = self.cards[index]  # type: ignore[has-type]
         review = self._review()  # type: ignore[attr-defined]
         proposed = review.action_requests[index].args if review else {}
-        draft = self._drafts.get(index) or self._edited.get(index) or dict(proposed)  # type: ignore[attr-defined]
+        draft = card_edit.plain(self._drafts.get(index) or self._edited.get(index) or proposed)  # type: ignore[attr-defined]
         card.choice, card.editing, card.edit_error, card.error = "edit", True, "", ""
         card_edit.show(card, draft, proposed, bump=True)
         self._store(card, draft)
@@ -126,13 +126,13 @@ class CardEditMixin(rx.State, mixin=True):
             self._edited.pop(index, None)  # type: ignore[attr-defined]
             self._set(index, choice="edit", editing=True, edit_error=exc.message)  # type: ignore[attr-defined]
             return
-        self._edited[index] = args  # type: ignore[attr-defined]
-        self._set(
+        self._edited[index] = args = card_edit.plain(args)  # type: ignore[attr-defined]
+        self._set(  # type: ignore[attr-defined]
             index,
             choice="edit",
             editing=False,
             edit_error="",
-            error="",  # type: ignore[attr-defined]
+            error="",
             args_json=json.dumps(args, indent=2, ensure_ascii=False),
         )
 

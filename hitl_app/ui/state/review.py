@@ -24,6 +24,7 @@ from hitl_app.threads.previews import effect_previews
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import CardStatus
 from hitl_app.ui.desk_state import DeskState
+from hitl_app.ui import card_edit
 from hitl_app.ui.rows import CardRow, apply_status, card_rows
 from hitl_app.ui.state.card_editing import CardEditMixin
 from hitl_app.ui.state.chat import ChatState
@@ -261,10 +262,12 @@ class ReviewState(CardEditMixin, SessionState):
             self._set(blank.index, error=draft.unanswered_message(blank))
             self.review_error = ""
             return
+        edited = card_edit.plain(self._edited)
+        edited = {int(k): v for k, v in edited.items()}
         if any(card.shared for card in self.cards):  # others may decide: undecided cards are left to them
-            decisions: list[Any] = [d and decision_payload(d) for d in draft.to_entries(self.cards, self._edited)]
+            decisions: list[Any] = [d and decision_payload(d) for d in draft.to_entries(self.cards, edited)]
         else:
-            decisions = [decision_payload(d) for d in draft.to_decisions(self.cards, self._edited)]
+            decisions = [decision_payload(d) for d in draft.to_decisions(self.cards, edited)]
         service = get_service()
         person = self._person()
         try:
