@@ -23,6 +23,7 @@ from tests.e2e.ui import (
     messages,
     open_new_thread,
     send,
+    shoot_at,
     wait_idle,
 )
 from tests.helpers.app_server import AppServer
@@ -121,14 +122,15 @@ def test_screenshots_of_the_form_editor_error_and_diff(browser: Browser, shippin
         form_field(form, "weight_kg").blur()
         expect(first.get_by_test_id("edit-diff-row")).to_have_count(2)
         first.get_by_test_id("card-editor").scroll_into_view_if_needed()
-        first.screenshot(path=str(SHOTS / f"desk-{size}-form.png"))
-        first.get_by_test_id("edit-diff").screenshot(path=str(SHOTS / f"desk-{size}-diff.png"))
+        shoot_at(page, first.get_by_test_id("card-editor"), f"desk-{size}-form")
+        shoot_at(page, first.get_by_test_id("edit-diff"), f"desk-{size}-diff")
         edit_json(first, '{\n  "recipient": {"name": "Bob"},\n  "speed": "overnight",\n  "weight_kg": 2.5,\n  "lines": []\n}')
         expect(first.get_by_test_id("edit-json-error")).to_have_count(1)
-        first.get_by_test_id("card-editor").screenshot(path=str(SHOTS / f"desk-{size}-json-error.png"))
+        shoot_at(page, first.get_by_test_id("card-editor"), f"desk-{size}-json-error")
         page.keyboard.press("Escape")
         page.keyboard.press("?")
         expect(page.get_by_test_id("shortcuts-help")).to_be_visible()
+        page.wait_for_timeout(400)  # the dialog's fade-in
         page.screenshot(path=str(SHOTS / f"desk-{size}-shortcuts.png"))
     finally:
         problems = list(getattr(page, "problems", []))

@@ -181,3 +181,11 @@ def axe_problems(page: Page) -> list[str]:
         for v in results.response["violations"]
         if v.get("impact") in ("serious", "critical")
     ]
+
+
+def shoot_at(page: Page, element: Locator, name: str) -> Path:
+    """Scroll ``element``'s top into view and save the viewport as ``test-artifacts/shots/<name>.png``
+    (an element screenshot of a card taller than the thread's scroll box would be clipped)."""
+    element.evaluate("el => el.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(200)
+    return shoot(page, name)
