@@ -385,24 +385,3 @@ def describe_policy(rules: list[PolicyRule]) -> list[dict[str, Any]]:
 def rights_by_tool(rules: list[PolicyRule]) -> dict[str, ToolRights]:
     """``{tool: ToolRights}`` for ``rules``; a tool without a rule has ``DEFAULT_RIGHTS``."""
     return {r.tool: r.rights for r in rules}
-
-
-def check_rights_arguments(rules: list[PolicyRule], arg_names: dict[str, set[str]]) -> None:
-    """Check that every ``when`` of a rights rule reads arguments its tool has.
-
-    Args:
-        rules: the policy.
-        arg_names: tool name -> its argument names (tools missing here are not checked).
-
-    Raises:
-        PolicyError: ``[tools.<name>] rules[<i>] when: unknown argument 'x'; <name> takes a, b``.
-    """
-    for rule in rules:
-        known = arg_names.get(rule.tool)
-        for i, cond in enumerate(rule.rights.rules):
-            unknown = [f for f in cond.when.fields if known is not None and f not in known]
-            if unknown:
-                raise PolicyError(
-                    f"policy: [tools.{rule.tool}] rules[{i}] when: unknown argument {unknown[0]!r}; "
-                    f"{rule.tool} takes {', '.join(sorted(known or ())) or 'no arguments'}"
-                )

@@ -14,6 +14,8 @@ Sync: call ``preview_call`` with ``asyncio.to_thread``. It never raises for bad 
 preview then says what it could not show.
 """
 
+# Tested by: tests/unit/agent/test_preview.py
+
 from __future__ import annotations
 
 import difflib

@@ -11,6 +11,8 @@ filled by "Approve all" / "Approve the rest" (``hitl_app.review.draft``): each o
 its own. Unset keys mean no badge. Pure: no I/O, nothing of the app imported.
 """
 
+# Tested by: tests/unit/review/test_risk_policy.py
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping

@@ -4,6 +4,8 @@ Only for the built-in demo agent, whose tools act on the thread owner's workspac
 agent (``HITL_AGENT``) may have tools with the same names that do something else.
 """
 
+# Tested by: tests/e2e/test_review_editing.py
+
 from __future__ import annotations
 
 import asyncio

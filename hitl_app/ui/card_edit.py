@@ -8,6 +8,8 @@ schema errors) are a help only: ``finish`` checks on the server with the tool's 
 ``submit_review`` checks again against the checkpoint.
 """
 
+# Tested by: tests/unit/ui/test_card_edit.py
+
 from __future__ import annotations
 
 import json

@@ -11,9 +11,12 @@ from __future__ import annotations
 import sqlite3
 from datetime import UTC, datetime, timedelta
 
-from playwright.sync_api import Page, expect
+import pytest
+from playwright.sync_api import Browser, Page, expect
 
+from tests.e2e.conftest import watched_page
 from tests.e2e.ui import (
+    SHOTS,
     axe_problems,
     card,
     cards,
@@ -21,6 +24,7 @@ from tests.e2e.ui import (
     messages,
     open_new_thread,
     send,
+    shoot_at,
     wait_idle,
 )
 from tests.helpers.app_server import AppServer
@@ -192,3 +196,29 @@ def test_axe_finds_no_serious_problem_on_the_chat_and_a_pending_review(page: Pag
     page.get_by_test_id("shortcuts-button").click()
     expect(page.get_by_test_id("shortcuts-help")).to_be_visible()
     assert axe_problems(page) == []
+
+
+VIEWPORTS = {"desktop": {"width": 1280, "height": 800}, "phone": {"width": 390, "height": 844}}
+
+
+@pytest.mark.parametrize("size", list(VIEWPORTS))
+def test_screenshots_of_risk_badge_previews_and_keyboard_focus(browser: Browser, app_server: AppServer, size: str):
+    """Saved under ``test-artifacts/shots/desk-<size>-*.png`` for people to look at."""
+    context = browser.new_context(viewport=VIEWPORTS[size])
+    page = watched_page(context)
+    try:
+        open_new_thread(page, app_server)
+        send(page, "pay 500 to Bob and write notes/x.txt: hello world and sql: update records set amount = amount * 2 where category = 'food'")
+        expect(card(page, 0)).to_be_focused()
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        shoot_at(page, card(page, 0), f"desk-{size}-risk")
+        for i, name in ((1, "preview-file"), (2, "preview-sql")):
+            expect(card(page, i).get_by_test_id("effect-preview")).to_be_visible()
+            card(page, i).scroll_into_view_if_needed()
+            shoot_at(page, card(page, i), f"desk-{size}-{name}")
+        card(page, 0).scroll_into_view_if_needed()
+        page.screenshot(path=str(SHOTS / f"desk-{size}-review.png"))
+    finally:
+        problems = list(getattr(page, "problems", []))
+        context.close()
+    assert not problems, problems

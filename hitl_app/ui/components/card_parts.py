@@ -5,6 +5,8 @@ Stable test ids: ``waited``, ``risk-badge`` (``data-level``), ``effect-preview``
 ``edit-form-field``, ``edit-json``, ``edit-diff``, ``edit-error``, ``edit-check``, ``edit-cancel``).
 """
 
+# Tested by: tests/e2e/test_review_editing.py
+
 from __future__ import annotations
 
 import reflex as rx
@@ -128,6 +130,31 @@ def effect_preview(card: CardRow) -> rx.Component:
     )
 
 
+def _edit_buttons(index: rx.Var) -> rx.Component:
+    """The "Check edit" (checked on the server) and "Cancel edit" buttons."""
+    return rx.hstack(
+            rx.button(
+                rx.icon("check-check", size=14),
+                "Check edit",
+                size="2",
+                variant="soft",
+                on_click=ReviewState.finish_edit(index),
+                data_testid="edit-check",
+            ),
+            rx.button(
+                "Cancel edit",
+                type="button",
+                size="2",
+                variant="soft",
+                color_scheme="gray",
+                on_click=ReviewState.cancel_edit(index),
+                data_testid="edit-cancel",
+            ),
+            spacing="2",
+            align="center",
+        )
+
+
 def editor_panel(card: CardRow) -> rx.Component:
     """The open editor: Form/JSON switch over one draft, the form or the JSON editor (schema
     errors inline at their line), the diff against the proposal, "Check edit" and "Cancel edit"."""
@@ -170,27 +197,7 @@ def editor_panel(card: CardRow) -> rx.Component:
             card.edit_error != "",
             rx.text(card.edit_error, color=theme.ERROR_COLOR, size="2", data_testid="edit-error", role="alert"),
         ),
-        rx.hstack(
-            rx.button(
-                rx.icon("check-check", size=14),
-                "Check edit",
-                size="2",
-                variant="soft",
-                on_click=ReviewState.finish_edit(index),
-                data_testid="edit-check",
-            ),
-            rx.button(
-                "Cancel edit",
-                type="button",
-                size="2",
-                variant="soft",
-                color_scheme="gray",
-                on_click=ReviewState.cancel_edit(index),
-                data_testid="edit-cancel",
-            ),
-            spacing="2",
-            align="center",
-        ),
+        _edit_buttons(index),
         width="100%",
         spacing="2",
         padding="10px",

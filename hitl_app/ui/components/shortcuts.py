@@ -9,6 +9,8 @@ Stable test ids: ``shortcuts-button`` (opens the overlay; also the ``?`` key) an
 ``shortcuts-help`` (the overlay).
 """
 
+# Tested by: tests/e2e/test_review_editing.py
+
 from __future__ import annotations
 
 import reflex as rx

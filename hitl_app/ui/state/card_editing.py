@@ -7,6 +7,8 @@ Every value from the browser is checked here (types, sizes, that the card exists
 edit); the submitted decisions are checked again by the server against the checkpoint.
 """
 
+# Tested by: tests/e2e/test_review_form.py
+
 from __future__ import annotations
 
 import json
