@@ -21,6 +21,7 @@ from hitl_app.runtime import open_runtime
 from hitl_app.ui.audit_state import AuditState
 from hitl_app.ui.components.audit import audit_page
 from hitl_app.ui.components.desk_pages import grants_page, metrics_page
+from hitl_app.ui.components.shortcuts import REVIEW_KEYS_JS_SRC
 from hitl_app.ui.debug_hooks import probe_routes
 from hitl_app.ui.desk_pages_state import GrantsState, MetricsState
 from hitl_app.ui.desk_state import COUNTDOWN_JS_SRC
@@ -75,7 +76,8 @@ def with_security_headers(asgi_app):
 # plain <script src> in the document head (pre-rendered, so they run before the app's code and
 # before any server call can use them)
 app = rx.App(
-    head_components=[rx.el.script(src=LIVE_JS_SRC), rx.el.script(src=STICK_TO_BOTTOM_JS_SRC), rx.el.script(src=COUNTDOWN_JS_SRC)],
+    head_components=[rx.el.script(src=LIVE_JS_SRC), rx.el.script(src=STICK_TO_BOTTOM_JS_SRC), rx.el.script(src=COUNTDOWN_JS_SRC),
+                     rx.el.script(src=REVIEW_KEYS_JS_SRC)],
     frontend_exception_handler=frontend_exception_handler,
     # the test-only probe routes (HITL_TEST_HOOKS=1) sit inside the security headers
     api_transformer=[t for t in (probe_routes(), with_security_headers) if t is not None],

@@ -13,7 +13,8 @@ import logging
 import os
 import warnings
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
@@ -34,12 +35,14 @@ log = logging.getLogger("hitl_app")
 @dataclass
 class Runtime:
     """What the lifespan opened: settings, database engines, the thread service and its sweeper
-    (deadlines and undo windows, ``hitl_app.threads.sweeper``)."""
+    (deadlines and undo windows, ``hitl_app.threads.sweeper``); ``risks``: tool name -> ``ToolRisk``
+    from the policy (the cards' risk badges)."""
 
     settings: Settings
     engines: Engines
     service: ThreadService
     sweeper: Sweeper | None = None
+    risks: dict[str, Any] = field(default_factory=dict)
 
 
 _runtime: Runtime | None = None
@@ -93,7 +96,7 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
     global _runtime
     from langchain_core._api import LangChainBetaWarning
 
-    from hitl_app.threads.agent_loader import load_agent, policy_desks, policy_rights
+    from hitl_app.threads.agent_loader import load_agent, policy_desks, policy_rights, policy_risks
 
     warnings.filterwarnings("ignore", category=LangChainBetaWarning)
     if settings is None:
@@ -126,7 +129,7 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
             )
             sweeper = Sweeper(service, interval=settings.sweep_seconds)
             sweeper.start()
-            _runtime = Runtime(settings=settings, engines=engines, service=service, sweeper=sweeper)
+            _runtime = Runtime(settings=settings, engines=engines, service=service, sweeper=sweeper, risks=policy_risks(settings))
             log.info(
                 "hitl_app started: pid=%s model=%s agent=%s database=%s bus=%s",
                 os.getpid(), settings.model, settings.agent or "built-in", safe_url(engines.url), type(bus).__name__,

@@ -29,9 +29,9 @@ from hitl_app.agent.policy import (
     DEFAULT_POLICY,
     PolicyRule,
     ReviewNeedMemo,
-    check_rights_arguments,
     interrupt_on_from_policy,
 )
+from hitl_app.agent.policy_checks import check_rights_arguments
 from hitl_app.agent.state import DeltaAgentState
 from hitl_app.agent.tools import OwnerWorkspaceSetup, build_tools
 from hitl_app.agent.workspace import DemoWorkspace

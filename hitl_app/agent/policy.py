@@ -30,6 +30,7 @@ thread), and ``PolicyCondition`` returns that stored answer whenever it exists.
     approvals = 1                  # when = "amount > 1000" (see hitl_app.review.rights_policy)
     deadline = "15m"               # optional desk keys: on_timeout, timeout_message, escalate_to,
     undo_seconds = 10              # grantable (see hitl_app.review.desk_policy)
+    risk = "high"                  # optional: a badge and one line on the card (risk_policy)
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ from hitl_app.review.rights_policy import (
     ToolRights,
     parse_tool_rights,
 )
+from hitl_app.review.risk_policy import NO_RISK, RISK_KEYS, RiskPolicyError, ToolRisk, parse_tool_risk
 from hitl_app.review.types import DECISION_TYPES, DecisionType
 
 if TYPE_CHECKING:  # the type of InterruptOnConfig["description"]; LangChain does not export it
@@ -79,6 +81,7 @@ class PolicyRule:
         rights: who may decide and how many approvals are needed (default: the thread's owner
             decides alone, as a single user always has).
         desk: deadline, grants and undo window (default: none, grantable, none).
+        risk: the risk level and note shown on the card (``hitl_app.review.risk_policy``).
     """
 
     tool: str
@@ -87,6 +90,7 @@ class PolicyRule:
     condition: str | None = None
     rights: ToolRights = DEFAULT_RIGHTS
     desk: ToolDesk = DEFAULT_DESK
+    risk: ToolRisk = NO_RISK
 
 
 # A condition factory gets the demo database path and returns a predicate on the call's args
@@ -137,7 +141,8 @@ DEFAULT_POLICY: list[PolicyRule] = [
     PolicyRule("execute_sql", ["approve", "reject"], "Run SQL that changes data: {query}", "not_read_only_sql"),
     PolicyRule("ask_user", ["respond"], "Question for you: {question}"),
     PolicyRule("slow_task", ["approve", "reject"], "Wait {seconds} seconds"),
-    PolicyRule("transfer_funds", ["approve", "reject"], "Pay {amount} to {to}", desk=ToolDesk(grantable=False)),
+    PolicyRule("transfer_funds", ["approve", "reject"], "Pay {amount} to {to}", desk=ToolDesk(grantable=False),
+               risk=ToolRisk("high", "Moves money out of the company account")),
 ]
 """The built-in policy. ``read_data`` is not listed, so it never pauses."""
 
@@ -310,7 +315,7 @@ def validate_rule(rule: PolicyRule, *, source: str) -> None:
             )
 
 
-_RULE_KEYS = {"allowed_decisions", "description", "condition", *RIGHTS_KEYS, *DESK_KEYS}
+_RULE_KEYS = {"allowed_decisions", "description", "condition", *RIGHTS_KEYS, *DESK_KEYS, *RISK_KEYS}
 
 
 def load_policy_toml(path: Path | str) -> list[PolicyRule]:
@@ -354,10 +359,10 @@ def load_policy_toml(path: Path | str) -> list[PolicyRule]:
         if condition is not None and not isinstance(condition, str):
             raise PolicyError(f"{where} condition: must be a string")
         try:
-            rights, desk = parse_tool_rights(table), parse_tool_desk(table)
-        except (RightsPolicyError, DeskPolicyError) as exc:
+            rights, desk, risk = parse_tool_rights(table), parse_tool_desk(table), parse_tool_risk(table)
+        except (RightsPolicyError, DeskPolicyError, RiskPolicyError) as exc:
             raise PolicyError(f"{where} {exc}") from None
-        rule = PolicyRule(tool, list(decisions), description, condition, rights, desk)
+        rule = PolicyRule(tool, list(decisions), description, condition, rights, desk, risk)
         validate_rule(rule, source=str(path))
         rules.append(rule)
     return rules
@@ -380,24 +385,3 @@ def describe_policy(rules: list[PolicyRule]) -> list[dict[str, Any]]:
 def rights_by_tool(rules: list[PolicyRule]) -> dict[str, ToolRights]:
     """``{tool: ToolRights}`` for ``rules``; a tool without a rule has ``DEFAULT_RIGHTS``."""
     return {r.tool: r.rights for r in rules}
-
-
-def check_rights_arguments(rules: list[PolicyRule], arg_names: dict[str, set[str]]) -> None:
-    """Check that every ``when`` of a rights rule reads arguments its tool has.
-
-    Args:
-        rules: the policy.
-        arg_names: tool name -> its argument names (tools missing here are not checked).
-
-    Raises:
-        PolicyError: ``[tools.<name>] rules[<i>] when: unknown argument 'x'; <name> takes a, b``.
-    """
-    for rule in rules:
-        known = arg_names.get(rule.tool)
-        for i, cond in enumerate(rule.rights.rules):
-            unknown = [f for f in cond.when.fields if known is not None and f not in known]
-            if unknown:
-                raise PolicyError(
-                    f"policy: [tools.{rule.tool}] rules[{i}] when: unknown argument {unknown[0]!r}; "
-                    f"{rule.tool} takes {', '.join(sorted(known or ())) or 'no arguments'}"
-                )

@@ -53,6 +53,9 @@ class DraftCard(Protocol):
     @property
     def answer(self) -> str:
         """The answer typed so far (respond)."""
+    @property
+    def risk(self) -> str:
+        """The policy's risk level ("high": never filled by "Approve the rest")."""
 
 
 def is_decided(card: DraftCard) -> bool:
@@ -82,11 +85,12 @@ def all_decided(cards: Sequence[DraftCard]) -> bool:
 def offers_approve_rest(cards: Sequence[DraftCard]) -> bool:
     """Whether the "Approve all" / "Approve the rest" button is shown.
 
-    Only while some card is still untouched (no choice) and every untouched card allows approve:
-    the button never has to skip a card it cannot fill.
+    Only while some card is still untouched (no choice) and every untouched card allows approve
+    and is not high-risk (``risk == "high"``: decided one by one): the button never has to skip a
+    card it cannot fill.
     """
     untouched = [card for card in cards if card.choice == ""]
-    return bool(untouched) and all("approve" in card.allowed for card in untouched)
+    return bool(untouched) and all("approve" in card.allowed and card.risk != "high" for card in untouched)
 
 
 def approve_rest_label(cards: Sequence[DraftCard]) -> str:
@@ -105,10 +109,10 @@ def open_edit(cards: Sequence[DraftCard], edited: Mapping[int, Any]) -> DraftCar
 def approve_rest(cards: Sequence[DraftCard]) -> list[int]:
     """Indexes of the cards "Approve the rest" fills with approve: untouched cards that allow it.
 
-    A card that already has a choice (a reject with its reason, an edit, an answer, an approve)
-    is never in the list.
+    A card that already has a choice (a reject with its reason, an edit, an answer, an approve),
+    and a high-risk card, is never in the list.
     """
-    return [card.index for card in cards if card.choice == "" and "approve" in card.allowed]
+    return [card.index for card in cards if card.choice == "" and "approve" in card.allowed and card.risk != "high"]
 
 
 def unanswered(cards: Sequence[DraftCard]) -> DraftCard | None:

@@ -106,7 +106,16 @@ def pydantic_args_validator(schema: type[BaseModel]) -> ArgsValidator:
                 raise ArgsError(f"field `{field}` has the wrong format{expected}, got {_describe(err.get('input'))}") from None
             raise ArgsError(f"field `{field}`: {err['msg']}") from None
 
+    check.json_schema = schema.model_json_schema()  # type: ignore[attr-defined]
     return check
+
+
+def args_json_schema(validator: ArgsValidator | None) -> dict[str, Any] | None:
+    """The JSON schema of the arguments ``validator`` checks (``pydantic_args_validator`` keeps it
+    as ``json_schema``), or None for a validator without one. The approval card builds its form
+    and the JSON editor's checks from it; the server still checks with the validator itself."""
+    schema = getattr(validator, "json_schema", None)
+    return schema if isinstance(schema, dict) else None
 
 
 class _NonFiniteNumber(ValueError):

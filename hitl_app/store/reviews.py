@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, delete, select
@@ -40,7 +41,8 @@ class AlreadyDecided(Exception):
 @dataclass(frozen=True)
 class AuditEntry:
     """A decision as shown under its tool call (times aware UTC, ``waited_seconds`` in seconds;
-    ``via``: ``"grant:<id>"`` or ``"deadline"`` when no person decided it then)."""
+    ``via``: ``"grant:<id>"`` or ``"deadline"`` when no person decided it then; ``args_proposed`` /
+    ``args_executed`` the model's and the run's arguments, None when unknown)."""
 
     tool_call_id: str | None
     tool_name: str
@@ -50,6 +52,8 @@ class AuditEntry:
     waited_seconds: float
     message: str | None
     via: str | None = None
+    args_proposed: dict[str, Any] | None = None
+    args_executed: dict[str, Any] | None = None
 
 
 async def record_review_requested(*, session: AsyncSession, review: PendingReview) -> None:
@@ -211,7 +215,8 @@ async def audit_for_thread(*, session: AsyncSession, thread_id: str) -> dict[str
     rows = (await session.exec(select(AuditRecord).where(AuditRecord.thread_id == thread_id))).all()
     return {
         r.tool_call_id: AuditEntry(
-            r.tool_call_id, r.tool_name, r.decision_type, r.reviewer, r.decided_at, r.waited_seconds, r.message, r.via
+            r.tool_call_id, r.tool_name, r.decision_type, r.reviewer, r.decided_at, r.waited_seconds, r.message, r.via,
+            r.args_proposed, r.args_executed,
         )
         for r in rows
         if r.tool_call_id

@@ -156,6 +156,17 @@ def policy_rights(settings: Settings) -> dict[str, Any]:
     return rights_by_tool(load_policy_toml(settings.policy_file) if settings.policy_file else DEFAULT_POLICY)
 
 
+def policy_risks(settings: Settings) -> dict[str, Any]:
+    """Tool name -> ``ToolRisk`` (the card's risk badge) from ``HITL_POLICY`` or the default
+    policy; ``{}`` for a developer's agent. Raises PolicyError for a bad policy file."""
+    from hitl_app.agent.policy import DEFAULT_POLICY, load_policy_toml
+    from hitl_app.review.risk_policy import risks_by_tool
+
+    if settings.agent:
+        return {}
+    return risks_by_tool(load_policy_toml(settings.policy_file) if settings.policy_file else DEFAULT_POLICY)
+
+
 @contextlib.asynccontextmanager
 async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tuple[Any, dict[str, ArgsValidator]]]:
     """Yield ``(compiled graph, validators)`` with the checkpointer open; closes it on exit.

@@ -35,7 +35,8 @@ class MessageView(BaseModel):
     ``role`` is ``user``, ``assistant`` or ``tool``. Tool messages carry the tool ``name``, the
     ``tool_call_id`` they answer, the ``outcome`` and the arguments the tool ran with
     (``args``: the edited ones after an edit). ``result`` is the tool's output without the edit
-    notice.
+    notice. ``proposed_args`` are the arguments the model proposed, set only when a reviewer
+    edited them (``args`` then being what ran).
     """
 
     key: str
@@ -47,6 +48,7 @@ class MessageView(BaseModel):
     outcome: Outcome | None = None
     args: dict[str, Any] | None = None
     result: str | None = None
+    proposed_args: dict[str, Any] | None = None
 
 
 class CardStatus(BaseModel):
@@ -79,6 +81,7 @@ class ThreadView(BaseModel):
     ``cards`` (one per pending action request, filled by ``ThreadService.load``) say who decided
     what so far and what the viewer may decide; ``read_only`` is True for a viewer who does not
     own the thread (no composer: they may only decide the cards ``cards`` opens to them).
+    ``owner`` is the thread's owner (whose workspace its tools act on; ``load`` fills it).
     """
 
     thread_id: str
@@ -90,6 +93,7 @@ class ThreadView(BaseModel):
     cards: list[CardStatus] = []
     read_only: bool = False
     desk: DeskView | None = None
+    owner: str = ""
 
 
 def _tool_outcome(msg: ToolMessage) -> tuple[Outcome, dict[str, Any] | None, str]:
@@ -143,6 +147,7 @@ def message_views(messages: list[BaseMessage]) -> list[MessageView]:
                     outcome=outcome,
                     args=args,
                     result=result,
+                    proposed_args=call.args if call is not None and edited_args is not None else None,
                 )
             )
     return out

@@ -30,7 +30,7 @@ def header() -> rx.Component:
         ),
         rx.text("Chat", weight="bold", size="3"),
         rx.cond(ChatState.streaming, rx.badge("running", color_scheme="blue", data_testid="run-status")),
-        rx.cond(ChatState.status == "review", rx.badge("review pending", color_scheme="amber")),
+        rx.cond(ChatState.status == "review", rx.badge("review pending", color_scheme="amber", high_contrast=True)),
         rx.spacer(),
         rx.icon_button(
             rx.icon("folder-open", size=16), variant="ghost", on_click=WorkspaceState.toggle, display=["flex", "flex", "none"],

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from hitl_app.review.diff import DiffLine, diff_args, summarize
+from hitl_app.review.form_rows import FormRow
 from hitl_app.review.types import PendingReview
 from hitl_app.threads.service import AuditEntry
 from hitl_app.threads.views import CardStatus, MessageView
@@ -29,6 +31,7 @@ class MessageRow:
     args_json: str = ""
     result: str = ""
     audit: str = ""
+    proposed_json: str = ""
 
 
 @dataclass
@@ -47,7 +50,15 @@ class CardRow:
     ``allowed`` are the decisions the signed-in person may send (the buttons shown); ``progress``
     the card's line ("1 of 2 approvals: Dana"), shown when ``show_progress``; ``note`` why some
     or all buttons are missing; ``shared`` whether someone other than this person may decide it
-    (then it may be left for them).
+    (then it may be left for them). ``risk``/``risk_note``: the policy's level and line.
+
+    The editor (``hitl_app.ui.card_edit``): ``mode`` ``form`` or ``json`` over one draft;
+    ``schema`` the tool's args JSON schema (``{}``: JSON mode only; ``has_form`` when it has
+    properties); ``draft_json`` the draft as
+    JSON text; ``form`` its rows; ``diff`` edited against proposed; ``revision`` bumped when the
+    draft changed other than by typing into the form; ``json_note`` why the form lags the text.
+    The effect preview (``preview_kind``: ``diff`` or ``sql``, ``""`` none): a title, a body
+    (unified diff or formatted SQL) and a note ("Would change 3 rows").
     """
 
     index: int
@@ -66,6 +77,20 @@ class CardRow:
     show_progress: bool = False
     note: str = ""
     shared: bool = False
+    risk: str = ""
+    risk_note: str = ""
+    mode: str = "form"
+    has_form: bool = False
+    schema: dict[str, Any] = field(default_factory=dict)
+    draft_json: str = ""
+    form: list[FormRow] = field(default_factory=list)
+    diff: list[DiffLine] = field(default_factory=list)
+    revision: int = 0
+    json_note: str = ""
+    preview_kind: str = ""
+    preview_title: str = ""
+    preview_body: str = ""
+    preview_note: str = ""
 
 
 @dataclass
@@ -108,15 +133,20 @@ def humanize_wait(seconds: float) -> str:
 
 
 def audit_line(entry: AuditEntry) -> str:
-    """E.g. ``"edited by Dana, 14:03 UTC, waited 2 min"``; a grant's or a deadline's own line
-    (``"approved by grant: this tool in this thread, by Dana, until 15:00 UTC"``)."""
+    """E.g. ``"approved by Dana, 14:03 UTC, waited 2 min"``; an edit names what changed
+    (``"edited by Dana: to: alice@example.com -> bob@example.com · 14:03 UTC, waited 2 min"``); a
+    grant's or a deadline's own line (``"approved by grant: this tool in this thread, by Dana, until
+    15:00 UTC"``)."""
     if entry.via and entry.message:
         return entry.message
     verb = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "answered"}.get(
         entry.decision_type, entry.decision_type
     )
     at = entry.decided_at if entry.decided_at.tzinfo else entry.decided_at.replace(tzinfo=UTC)
-    return f"{verb} by {entry.reviewer}, {at:%H:%M} UTC, waited {humanize_wait(entry.waited_seconds)}"
+    when = f"{at:%H:%M} UTC, waited {humanize_wait(entry.waited_seconds)}"
+    if entry.decision_type == "edit" and entry.args_executed is not None and entry.args_proposed is not None:
+        return f"{verb} by {entry.reviewer}: {summarize(diff_args(entry.args_proposed, entry.args_executed))} · {when}"
+    return f"{verb} by {entry.reviewer}, {when}"
 
 
 def message_rows(views: list[MessageView], audit: Mapping[str, AuditEntry | str]) -> list[MessageRow]:
@@ -142,6 +172,7 @@ def message_rows(views: list[MessageView], audit: Mapping[str, AuditEntry | str]
                     args_json=pretty(v.args) if v.args is not None else "",
                     result=v.result or "",
                     audit=entry if isinstance(entry, str) else audit_line(entry) if entry else "",
+                    proposed_json=pretty(v.proposed_args) if v.proposed_args is not None else "",
                 )
             )
         elif v.text.strip() or v.role == "user":
@@ -172,22 +203,38 @@ def _tool_results_in_call_order(views: list[MessageView]) -> list[MessageView]:
     return out
 
 
-def card_rows(review: PendingReview | None, statuses: list[CardStatus] | None = None) -> list[CardRow]:
+def card_rows(
+    review: PendingReview | None,
+    statuses: list[CardStatus] | None = None,
+    *,
+    schemas: Mapping[str, dict[str, Any] | None] | None = None,
+    risks: Mapping[str, Any] | None = None,
+) -> list[CardRow]:
     """One card per action request of the pending review (empty when nothing is pending), with
-    each card's status for the viewer (``ThreadView.cards``; without it, every allowed decision)."""
+    each card's status for the viewer (``ThreadView.cards``; without it, every allowed decision).
+
+    ``schemas``: tool name -> args JSON schema (the editor's form and checks; a tool without one
+    is edited as JSON only). ``risks``: tool name -> ``ToolRisk`` (``level``, ``note``).
+    """
     if review is None:
         return []
-    rows = [
-        CardRow(
+    rows = []
+    for i, (action, config) in enumerate(zip(review.action_requests, review.review_configs, strict=True)):
+        schema = (schemas or {}).get(action.name) or {}
+        risk = (risks or {}).get(action.name)
+        rows.append(CardRow(
             index=i,
             tool_name=action.name,
             description=action.description,
             args=[ArgRow(key=k, value=json.dumps(v, ensure_ascii=False), type_name=json_type(v)) for k, v in action.args.items()],
             args_json=pretty(action.args),
             allowed=list(config.allowed_decisions),
-        )
-        for i, (action, config) in enumerate(zip(review.action_requests, review.review_configs, strict=True))
-    ]
+            risk=getattr(risk, "level", "") or "",
+            risk_note=getattr(risk, "note", "") or "",
+            schema=schema,
+            has_form=bool(schema.get("properties")),
+            mode="form" if schema.get("properties") else "json",
+        ))
     for row in rows:
         apply_status(row, statuses)
     return rows

@@ -8,6 +8,7 @@ from tests.e2e.ui import (
     buttons_on,
     card,
     cards,
+    edit_json,
     messages,
     open_new_thread,
     open_workspace,
@@ -35,11 +36,10 @@ def test_edit_recipient_on_card_lands_in_outbox_and_survives_reload(page: Page, 
     expect(page.locator("[data-testid=card-arg][data-key=to]")).to_contain_text("alice@example.com")
 
     page.get_by_test_id("decision-edit").click()
-    editor = page.get_by_test_id("edit-json")
-    editor.fill('{"to": 5, "subject": "the report", "body": "it is ready"}')
+    edit_json(cards(page).first, '{"to": 5, "subject": "the report", "body": "it is ready"}')
     page.get_by_test_id("edit-check").click()
     expect(page.get_by_test_id("edit-error")).to_contain_text("`to` must be a string")
-    editor.fill('{"to": "bob@example.com", "subject": "the report", "body": "it is ready"}')
+    edit_json(cards(page).first, '{"to": "bob@example.com", "subject": "the report", "body": "it is ready"}')
     page.get_by_test_id("edit-check").click()
     expect(page.get_by_test_id("edit-error")).to_have_count(0)
     page.get_by_test_id("submit-decisions").click()
@@ -229,7 +229,7 @@ def test_approve_the_rest_keeps_decisions_already_made(page: Page, app_server: A
     page.get_by_test_id("approve-all").click()
     expect(card(page, 2).get_by_test_id("card-error")).to_contain_text("Finish this edit")
     expect(messages(page, "tool")).to_have_count(0)
-    card(page, 2).get_by_test_id("edit-json").fill('{"to": "ivy@rest.example.com", "subject": "two", "body": ""}')
+    edit_json(card(page, 2), '{"to": "ivy@rest.example.com", "subject": "two", "body": ""}')
     card(page, 2).get_by_test_id("edit-check").click()
     expect(page.get_by_test_id("decided-count")).to_have_text("2 of 3 decided")
     expect(page.get_by_test_id("approve-all")).to_have_text("Approve the rest")

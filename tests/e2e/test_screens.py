@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import cards, messages, open_new_thread, reply_to, send, shoot, wait_idle
+from tests.e2e.ui import cards, edit_json, messages, open_new_thread, reply_to, send, shoot, wait_idle
 from tests.helpers.app_server import AppServer
 
 DESKTOP = {"width": 1280, "height": 800}
@@ -46,8 +46,7 @@ def test_screens_reply_review_and_edit_error(page: Page, app_server: AppServer):
     _both(page, "review-3-cards")
 
     page.locator("[data-testid=approval-card][data-index='0'] [data-testid=decision-edit]").click()
-    editor = page.get_by_test_id("edit-json")
-    editor.fill('{"to": 5, "subject": "the report"}')
+    edit_json(cards(page).first, '{"to": 5, "subject": "the report"}')
     page.get_by_test_id("edit-check").click()
     expect(page.get_by_test_id("edit-error")).to_be_visible()
     page.get_by_test_id("edit-error").scroll_into_view_if_needed()

@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from tests.e2e.test_chat_flow import open_new_thread, send
+from tests.e2e.ui import edit_json
 from tests.helpers.app_server import AppServer
 
 
@@ -32,12 +33,11 @@ def test_support_agent_card_schema_checked_edit_and_refund(page: Page, support_a
     expect(card.get_by_test_id("decision-respond")).to_have_count(0)
 
     page.get_by_test_id("decision-edit").click()
-    editor = page.get_by_test_id("edit-json")
-    editor.fill('{"order_id": "A-1002", "amount": "a lot"}')
+    edit_json(card, '{"order_id": "A-1002", "amount": "a lot"}')
     page.get_by_test_id("edit-check").click()
     expect(page.get_by_test_id("edit-error")).to_contain_text("amount")
     expect(page.get_by_test_id("edit-error")).to_contain_text("number")
-    editor.fill('{"order_id": "A-1002", "amount": 5.25}')
+    edit_json(card, '{"order_id": "A-1002", "amount": 5.25}')
     page.get_by_test_id("edit-check").click()
     expect(page.get_by_test_id("edit-error")).to_have_count(0)
     page.get_by_test_id("submit-decisions").click()

@@ -149,3 +149,43 @@ def own_sandbox(page: Page, server: AppServer) -> Path:
     owner = json.loads(raw) if raw.startswith('"') else raw
     data = server.data_dir
     return owner_space(files_root=data / "files", demo_db_path=data / "demo_records.sqlite", owner=owner).files_dir
+
+
+def edit_json(scope: Locator, text: str) -> None:
+    """In the open card editor inside ``scope``: switch to the JSON editor (when the card offers a
+    form) and replace its text as one paste would. The text is sent when the editor is left
+    (e.g. by clicking "Check edit")."""
+    switch = scope.get_by_test_id("edit-mode-json")
+    if switch.count():
+        switch.click()
+    content = scope.get_by_test_id("edit-json").locator(".cm-content")
+    expect(content).to_be_visible()
+    content.click()
+    content.page.keyboard.press("Control+A")
+    content.page.keyboard.insert_text(text)
+
+
+def form_field(scope: Locator, path: str) -> Locator:
+    """The input (text input, text area, select or checkbox) of the form field at ``path``."""
+    return scope.locator(f"[data-testid=edit-form-field][data-field='{path}']").locator("input, textarea, select, button[role=checkbox]").first
+
+
+def axe_problems(page: Page) -> list[str]:
+    """Serious and critical axe-core violations on the page (``axe-playwright-python``, which ships
+    axe-core: nothing is fetched), one line each: rule id, impact, the first offending element."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    results = Axe().run(page)
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {v['nodes'][0]['target'] if v['nodes'] else '?'}"
+        for v in results.response["violations"]
+        if v.get("impact") in ("serious", "critical")
+    ]
+
+
+def shoot_at(page: Page, element: Locator, name: str) -> Path:
+    """Scroll ``element``'s top into view and save the viewport as ``test-artifacts/shots/<name>.png``
+    (an element screenshot of a card taller than the thread's scroll box would be clipped)."""
+    element.evaluate("el => el.scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(200)
+    return shoot(page, name)

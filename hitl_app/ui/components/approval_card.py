@@ -8,7 +8,9 @@ import reflex as rx
 
 from hitl_app.review.types import MAX_PASTE_CHARS
 from hitl_app.ui import theme
+from hitl_app.ui.components.card_parts import edited_summary, editor_panel, effect_preview, risk_badge, waited
 from hitl_app.ui.components.desk import card_deadline, card_grant, undo_bar
+from hitl_app.ui.components.shortcuts import shortcuts_help
 from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui.rows import ArgRow, CardRow
 from hitl_app.ui.state import ReviewState
@@ -16,6 +18,7 @@ from hitl_app.ui.state import ReviewState
 _LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
 _ICONS = {"approve": "check", "edit": "pencil", "reject": "x", "respond": "message-circle"}
 _COLORS = {"approve": "green", "edit": "blue", "reject": "red", "respond": "violet"}
+_KEYS = {"approve": "a", "edit": "e", "reject": "r", "respond": "s"}
 
 
 def _arg_row(arg: ArgRow) -> rx.Component:
@@ -41,91 +44,102 @@ def _decision_button(card: CardRow, kind: str) -> rx.Component:
             variant=rx.cond(chosen, "solid", "surface"),
             size="2",
             data_testid=f"decision-{kind}",
-            custom_attrs={"aria-pressed": rx.cond(chosen, "true", "false")},
+            title=f"{_LABELS[kind]} ({_KEYS[kind].upper()})",
+            custom_attrs={"aria-pressed": rx.cond(chosen, "true", "false"), "aria-keyshortcuts": _KEYS[kind]},
         ),
     )
 
 
-def _editor(card: CardRow) -> rx.Component:
-    # Uncontrolled text area (no round trip per keystroke, so fast typing never loses characters);
-    # its text is checked on blur and by "Check edit" (a form submit, so it works without focus).
-    return rx.form(rx.vstack(
-        rx.text("Edit the arguments (JSON). The tool name cannot change.", size="1", color=theme.MUTED),
-        rx.el.input(type="hidden", name="index", value=card.index.to_string()),
-        rx.text_area(
-            name="args",
-            default_value=card.args_json,
-            on_blur=lambda value: ReviewState.save_edit(card.index, value),
-            font_family=theme.MONO,
-            rows="8",
-            width="100%",
-            max_length=MAX_PASTE_CHARS,
-            spell_check=False,
-            data_testid="edit-json",
+_VISUALLY_HIDDEN = {"position": "absolute", "width": "1px", "height": "1px", "overflow": "hidden", "clip": "rect(0 0 0 0)",
+                    "whiteSpace": "nowrap"}
+
+CARD_FOCUS = {
+    "&:focus-visible": {"outline": "3px solid var(--accent-9)", "outlineOffset": "2px"},
+    "&:focus": {"outline": "3px solid var(--accent-9)", "outlineOffset": "2px"},
+    "scrollMarginTop": "12px",
+}
+"""A card with the keyboard focus is outlined (the review's shortcuts act on it)."""
+
+
+def _state_text(card: CardRow) -> rx.Component:
+    """The card's state in words, announced when it changes (``aria-live``)."""
+    return rx.fragment(card.tool_name, ": ", rx.match(
+        card.choice,
+        ("approve", "approved"),
+        ("reject", "rejected"),
+        ("respond", "answer chosen"),
+        ("edit", rx.cond(card.editing, "editing", "edited")),
+        "not decided yet",
+    ))
+
+
+def _header(card: CardRow) -> rx.Component:
+    return rx.hstack(
+        rx.icon("shield-alert", size=18, color="var(--amber-11)", aria_hidden="true"),
+        rx.code(card.tool_name, size="3"),
+        rx.spacer(),
+        waited(),
+        rx.cond(card.choice != "", rx.badge(card.choice, color_scheme="gray", data_testid="card-choice")),
+        width="100%",
+        align="center",
+        wrap="wrap",
+        spacing="2",
+    )
+
+
+def _edit_area(card: CardRow) -> rx.Component:
+    return rx.cond(card.choice == "edit", rx.cond(card.editing, editor_panel(card), edited_summary(card)))
+
+
+def _answers(card: CardRow) -> rx.Component:
+    return rx.fragment(
+        rx.cond(
+            card.choice == "reject",
+            rx.input(
+                placeholder="Reason (optional, shown to the agent)",
+                default_value=card.reason,
+                on_blur=lambda value: ReviewState.set_reason(card.index, value),
+                max_length=MAX_PASTE_CHARS,
+                width="100%",
+                data_testid="reject-message",
+                aria_label="Reason for rejecting " + card.tool_name + " (optional)",
+            ),
         ),
         rx.cond(
-            card.edit_error != "",
-            rx.text(card.edit_error, color=theme.ERROR_COLOR, size="2", data_testid="edit-error"),
-        ),
-        rx.hstack(
-            rx.button("Check edit", type="submit", size="1", variant="soft", data_testid="edit-check"),
-            rx.button(
-                "Cancel edit", type="button", size="1", variant="soft", color_scheme="gray",
-                on_click=ReviewState.cancel_edit(card.index), data_testid="edit-cancel"
+            (card.choice == "respond") | ((card.allowed.length() == 1) & card.allowed.contains("respond")),
+            rx.text_area(
+                placeholder="Your answer (required)",
+                default_value=card.answer,
+                on_blur=lambda value: ReviewState.set_answer(card.index, value),
+                max_length=MAX_PASTE_CHARS,
+                width="100%",
+                data_testid="respond-message",
+                aria_label="Your answer for " + card.tool_name,
             ),
-            spacing="2",
-            align="center",
         ),
-        width="100%",
-        spacing="1",
-    ), on_submit=ReviewState.check_edit, reset_on_submit=False, width="100%")
+    )
 
 
 def approval_card(card: CardRow) -> rx.Component:
-    """One card: tool name, description, typed arguments, allowed decisions and their inputs."""
+    """One card: tool name, waited time, risk, description, typed arguments, the effect preview,
+    the allowed decisions and their inputs (the editor: form or JSON, with the diff).
+
+    The card itself takes the keyboard focus (``tabindex=0``; ``assets/js/review_keys.js`` moves
+    it with J/K and acts on it with A/E/R/S); its state is announced in an ``aria-live`` line.
+    """
     return rx.card(
         rx.vstack(
-            rx.hstack(
-                rx.icon("shield-alert", size=18, color="var(--amber-11)"),
-                rx.code(card.tool_name, size="3"),
-                rx.spacer(),
-                rx.cond(card.choice != "", rx.badge(card.choice, color_scheme="gray", data_testid="card-choice")),
-                width="100%",
-                align="center",
-            ),
+            _header(card),
+            risk_badge(card),
             rx.text(card.description, weight="medium", data_testid="card-description", style={"overflowWrap": "anywhere"}),
             card_deadline(),
             rx.cond(
                 card.args.length() > 0,
                 rx.table.root(rx.table.body(rx.foreach(card.args, _arg_row)), size="1", width="100%", variant="ghost"),
             ),
-            rx.cond(card.editing | (card.choice == "edit"), rx.cond(card.editing, _editor(card), rx.box(
-                rx.text("Will run with:", size="1", color=theme.MUTED),
-                rx.code_block(card.args_json, language="json", wrap_long_lines=True),
-                width="100%",
-            ))),
-            rx.cond(
-                card.choice == "reject",
-                rx.input(
-                    placeholder="Reason (optional, shown to the agent)",
-                    default_value=card.reason,
-                    on_blur=lambda value: ReviewState.set_reason(card.index, value),
-                    max_length=MAX_PASTE_CHARS,
-                    width="100%",
-                    data_testid="reject-message",
-                ),
-            ),
-            rx.cond(
-                (card.choice == "respond") | ((card.allowed.length() == 1) & card.allowed.contains("respond")),
-                rx.text_area(
-                    placeholder="Your answer (required)",
-                    default_value=card.answer,
-                    on_blur=lambda value: ReviewState.set_answer(card.index, value),
-                    max_length=MAX_PASTE_CHARS,
-                    width="100%",
-                    data_testid="respond-message",
-                ),
-            ),
+            effect_preview(card),
+            _edit_area(card),
+            _answers(card),
             rx.cond(
                 card.show_progress,
                 rx.hstack(
@@ -144,13 +158,25 @@ def approval_card(card: CardRow) -> rx.Component:
                 spacing="2",
                 wrap="wrap",
             ),
-            card_grant(card),
-            rx.cond(card.error != "", rx.text(card.error, color=theme.ERROR_COLOR, size="2", data_testid="card-error")),
+            rx.cond(card.risk != "high", card_grant(card)),  # a high-risk tool is never granted from its card
+            rx.cond(
+                card.error != "",
+                rx.text(card.error, color=theme.ERROR_COLOR, size="2", data_testid="card-error", role="alert"),
+            ),
+            rx.el.span(_state_text(card), role="status", aria_live="polite", data_testid="card-state", style=_VISUALLY_HIDDEN),
             spacing="2",
             width="100%",
         ),
-        custom_attrs={"data-testid": "approval-card", "data-action-name": card.tool_name, "data-index": card.index},
-        style={"background": theme.CARD_BG, "border": theme.CARD_BORDER},
+        custom_attrs={
+            "data-testid": "approval-card", "data-action-name": card.tool_name, "data-index": card.index,
+            "data-choice": card.choice, "data-editing": rx.cond(card.editing, "true", "false"),
+            "tabIndex": 0, "role": "group",
+            "aria-label": "Approval card " + (card.index + 1).to_string() + ": " + card.tool_name + ". " + card.description,
+        },
+        style={
+            "background": theme.CARD_BG, "position": "relative", **CARD_FOCUS,
+            "border": rx.cond(card.risk == "high", "1px solid var(--red-8)", theme.CARD_BORDER),
+        },
         width="100%",
     )
 
@@ -180,17 +206,21 @@ def _cards_panel() -> rx.Component:
                 rx.heading("Review needed", size="3"),
                 rx.text(
                     ReviewState.decided_count.to_string() + " of " + ReviewState.cards.length().to_string() + " decided",
-                    size="2", color=theme.MUTED, data_testid="decided-count"
+                    size="2", color=theme.MUTED, data_testid="decided-count", aria_live="polite",
                 ),
-                align="baseline",
+                rx.spacer(),
+                shortcuts_help(),
+                align="center",
                 spacing="3",
+                width="100%",
             ),
             rx.foreach(ReviewState.cards, approval_card),
             rx.cond(ReviewState.review_note != "", rx.text(ReviewState.review_note, size="2", color=theme.MUTED, data_testid="review-note")),
             rx.cond(ReviewState.review_error != "", rx.callout(ReviewState.review_error, icon="triangle-alert", color_scheme="red", data_testid="review-error", width="100%")),
             rx.hstack(
                 rx.button(ReviewState.submit_label, on_click=ReviewState.submit, size="3", data_testid="submit-decisions",
-                          variant=rx.cond(ReviewState.all_decided, "solid", "soft")),
+                          variant=rx.cond(ReviewState.all_decided, "solid", "soft"), title="Submit (Ctrl+Enter)",
+                          custom_attrs={"aria-keyshortcuts": "Control+Enter"}),
                 rx.cond(
                     ReviewState.can_approve_all,
                     rx.button(
@@ -203,5 +233,8 @@ def _cards_panel() -> rx.Component:
             spacing="3",
             width="100%",
             data_testid="review-panel",
+            custom_attrs={"data-interrupt": ReviewState.interrupt_id,
+                          "data-all-decided": rx.cond(ReviewState.all_decided, "true", "false"),
+                          "role": "region", "aria-label": "Review needed"},
         ),
     ))

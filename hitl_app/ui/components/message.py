@@ -16,7 +16,7 @@ no ranking credit."""
 
 def _md_link(*children: rx.Component, **props) -> rx.Component:
     """A markdown link: opens in a new tab with ``LINK_REL``."""
-    return rx.link(*children, rel=LINK_REL, target="_blank", **props)
+    return rx.link(*children, rel=LINK_REL, target="_blank", underline="always", **props)
 
 
 def _md_image(*_children: rx.Component, **_props) -> rx.Component:
@@ -78,10 +78,24 @@ def tool_row(msg: MessageRow) -> rx.Component:
         ),
         rx.vstack(
             rx.cond(
-                msg.args_json != "",
-                rx.box(
-                    rx.text("Arguments", size="1", color=theme.MUTED),
-                    rx.code_block(msg.args_json, language="json", wrap_long_lines=True), width="100%"
+                msg.proposed_json != "",
+                rx.grid(
+                    rx.box(rx.text("Proposed by the model", size="1", color=theme.MUTED),
+                           rx.code_block(msg.proposed_json, language="json", wrap_long_lines=True),
+                           data_testid="tool-proposed-args", min_width="0"),
+                    rx.box(rx.text("Ran with (edited by the reviewer)", size="1", color=theme.MUTED),
+                           rx.code_block(msg.args_json, language="json", wrap_long_lines=True),
+                           data_testid="tool-ran-args", min_width="0"),
+                    columns=rx.breakpoints(initial="1", sm="2"),
+                    spacing="2",
+                    width="100%",
+                ),
+                rx.cond(
+                    msg.args_json != "",
+                    rx.box(
+                        rx.text("Arguments", size="1", color=theme.MUTED),
+                        rx.code_block(msg.args_json, language="json", wrap_long_lines=True), width="100%",
+                    ),
                 ),
             ),
             rx.text("Result", size="1", color=theme.MUTED),

@@ -200,38 +200,40 @@ def edit_mode_switch(mode: rx.Var[str], on_mode: Callable[[str], Any]) -> rx.Com
 
 
 def _diff_row(line: DiffLine) -> rx.Component:
-    return rx.table.row(
-        rx.table.cell(rx.code(line.path, variant="ghost"), white_space="nowrap"),
-        rx.table.cell(
-            rx.badge(line.kind, color_scheme=rx.match(line.kind, ("added", "green"), ("removed", "red"), "blue"), variant="soft")
+    value = {"wordBreak": "break-word", "fontFamily": theme.MONO, "fontSize": "12px"}
+    return rx.box(
+        rx.hstack(
+            rx.code(line.path, variant="ghost", style={"wordBreak": "break-all"}),
+            rx.badge(line.kind, color_scheme=rx.match(line.kind, ("added", "green"), ("removed", "red"), "blue"), variant="soft", high_contrast=True),
+            spacing="2",
+            align="center",
+            min_width="10rem",
         ),
-        rx.table.cell(
-            rx.text(
-                line.before, size="1", font_family=theme.MONO,
-                style={"wordBreak": "break-all", "textDecoration": rx.cond(line.kind == "added", "none", "line-through")}
-            )
+        rx.box(
+            rx.cond(line.kind != "added", rx.el.span(line.before, aria_label="proposed: " + line.before,
+                                                     style={**value, "textDecoration": "line-through", "color": "var(--red-11)"})),
+            rx.cond(line.kind == "changed", rx.el.span(" → ", aria_hidden="true", style={"color": theme.MUTED})),
+            rx.cond(line.kind != "removed", rx.el.span(line.after, aria_label="edited: " + line.after,
+                                                       style={**value, "color": "var(--green-11)"})),
+            flex="1 1 14rem",
+            min_width="0",
         ),
-        rx.table.cell(rx.text(line.after, size="1", font_family=theme.MONO, style={"wordBreak": "break-all"})),
         data_testid="edit-diff-row",
         custom_attrs={"data-kind": line.kind, "data-field": line.path, "title": line.text},
+        style={"display": "flex", "flexWrap": "wrap", "gap": "4px 12px", "alignItems": "baseline",
+               "padding": "6px 0", "borderBottom": "1px solid var(--gray-a4)"},
     )
 
 
 def edit_diff(lines: rx.Var[list[DiffLine]]) -> rx.Component:
     """The edited arguments against the proposed ones, one row per changed, added or removed field
-    (``data-testid="edit-diff"``); "No changes yet" when they are equal."""
+    (``data-testid="edit-diff"``): the field, the kind, the proposed value struck through and the
+    edited one (rows wrap on narrow screens); "No changes yet" when they are equal."""
     return rx.box(
         rx.text("Changes against the proposal", size="1", weight="bold", color=theme.MUTED),
         rx.cond(
             lines.length() > 0,
-            rx.table.root(
-                rx.table.header(rx.table.row(
-                    rx.table.column_header_cell("Field"), rx.table.column_header_cell("Change"),
-                    rx.table.column_header_cell("Proposed"), rx.table.column_header_cell("Edited"),
-                )),
-                rx.table.body(rx.foreach(lines, _diff_row)),
-                size="1", variant="ghost", width="100%",
-            ),
+            rx.box(rx.foreach(lines, _diff_row), width="100%"),
             rx.text("No changes yet.", size="1", color=theme.MUTED),
         ),
         data_testid="edit-diff",

@@ -37,7 +37,7 @@ STOPPED_NOTICE = "Stopped. The partial reply was not kept; send a new message or
 
 
 def _row_keys(rows: Any) -> list[tuple[str, ...]]:
-    return [(r.key, r.role, r.text, r.tool_name, r.outcome, r.args_json, r.result, r.audit) for r in rows]
+    return [(r.key, r.role, r.text, r.tool_name, r.outcome, r.args_json, r.result, r.audit, r.proposed_json) for r in rows]
 
 
 def _first_line(error: str | None) -> str:
@@ -116,7 +116,11 @@ class ChatState(SessionState):
         review_error = _first_line(view.error) if status == "review" and view.error else None
         self.read_only = view.read_only
         waiting = view.desk is not None and view.desk.undo_until is not None  # an undo window: the cards stay as decided
-        (await self._review_state())._show(view.pending, statuses=None if waiting else view.cards, error=review_error)
+        review_state = await self._review_state()
+        raised_at = view.desk.requested_at if view.desk is not None else None
+        review_state._show(view.pending, statuses=None if waiting else view.cards, error=review_error, raised_at=raised_at)
+        if view.pending is not None:
+            await review_state._fill_previews(view.owner)
         (await self.get_state(DeskState))._show(view.desk, view.pending.interrupt_id if view.pending else "")
 
     def _show_rows(self, rows: list[MessageRow]) -> None:

@@ -9,19 +9,24 @@ submission to show the thread's new state. The rules of the draft (what is decid
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import reflex as rx
 from reflex.event import EventSpec
 
-from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft, parse_args_json, validate_edit_args
+from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft
 from hitl_app.review.types import PendingReview, decision_payload
-from hitl_app.runtime import get_service
+from hitl_app.review.validate import args_json_schema
+from hitl_app.runtime import get_runtime, get_service
 from hitl_app.threads.decide import BrowserPerson
+from hitl_app.threads.previews import effect_previews
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import CardStatus
 from hitl_app.ui.desk_state import DeskState
+from hitl_app.ui import card_edit
 from hitl_app.ui.rows import CardRow, apply_status, card_rows
+from hitl_app.ui.state.card_editing import CardEditMixin
 from hitl_app.ui.state.chat import ChatState
 from hitl_app.ui.state.session import SessionState, ask_identity, reviewer_name
 
@@ -29,15 +34,31 @@ RECOVERABLE = ("choose", "submit", "approve_all")
 """Review actions replayed after the tab's server state is rebuilt (see ``ReviewState._lost``)."""
 
 
-class ReviewState(SessionState):
-    """The approval cards of the pending review, and the reviewer's choices on them."""
+def _schemas(review: PendingReview | None) -> dict[str, Any]:
+    """Tool name -> args JSON schema for the review's tools (from the service's validators)."""
+    validators = get_service().validators if review else {}
+    return {a.name: args_json_schema(validators.get(a.name)) for a in (review.action_requests if review else ())}
+
+
+class ReviewState(CardEditMixin, SessionState):
+    """The approval cards of the pending review, and the reviewer's choices on them.
+
+    ``raised_ms`` / ``server_ms``: when the review was raised and when the server sent it (epoch
+    ms, server clock): the cards' "waiting 4 min" counts from them (``waited.js``), never from
+    the browser's clock. ``_drafts``: card index -> the editor's draft; ``_edited``: card index ->
+    the edited arguments that passed the server's check.
+    """
 
     cards: list[CardRow] = []
     interrupt_id: str = ""
     review_error: str = ""
     review_note: str = ""
+    raised_ms: int = 0
+    server_ms: int = 0
     _review_json: str = ""
     _edited: dict[int, dict[str, Any]] = {}
+    _drafts: dict[int, dict[str, Any]] = {}
+    _previews_for: str = ""
 
     def _lost(self, action: str, *args: Any) -> EventSpec | None:
         """When the tab's server state is gone (expired in Redis, or deleted), the way back.
@@ -77,20 +98,25 @@ class ReviewState(SessionState):
         return await self.get_state(ChatState)
 
     def _show(
-        self, review: PendingReview | None, *, statuses: list[CardStatus] | None = None, error: str | None = None
+        self, review: PendingReview | None, *, statuses: list[CardStatus] | None = None, error: str | None = None,
+        raised_at: datetime | None = None,
     ) -> None:
         """Replace the cards with ``review`` (or clear them). Private: not callable from the browser.
 
         ``statuses`` (``ThreadView.cards``) set each card's buttons and progress, also on the
         cards already shown. ``error`` (when given) then replaces the panel's message; otherwise
         a refused submission's message ("already decided") stays until a new review shows.
+        ``raised_at``: when the review was raised (``ThreadView.raised_at``, server time).
         """
         new_id = review.interrupt_id if review else ""
+        if raised_at is not None:
+            self.raised_ms = int(raised_at.timestamp() * 1000)
+            self.server_ms = int(datetime.now(UTC).timestamp() * 1000)
         if new_id != self.interrupt_id or (review is None) != (not self.cards):
-            self.cards = card_rows(review, statuses)
+            self.cards = card_rows(review, statuses, schemas=_schemas(review), risks=get_runtime().risks if review else {})
             self.interrupt_id = new_id
             self._review_json = review.model_dump_json() if review else ""
-            self._edited = {}
+            self._edited, self._drafts, self._previews_for = {}, {}, ""
             self.review_note = ""
             if review is not None:
                 self.review_error = ""
@@ -101,6 +127,21 @@ class ReviewState(SessionState):
             self.cards = cards
         if error is not None:
             self.review_error = error
+
+    async def _fill_previews(self, owner: str) -> None:
+        """Put each card's effect preview on it, once per review (``threads.previews``; ``owner``:
+        the thread's owner, whose workspace the calls act on)."""
+        review = self._review()
+        if review is None or self._previews_for == review.interrupt_id:
+            return
+        self._previews_for = review.interrupt_id
+        previews = await effect_previews(review, settings=get_runtime().settings, owner=owner)
+        cards = list(self.cards)
+        for card, preview in zip(cards, previews, strict=False):
+            if preview is not None:
+                card.preview_kind, card.preview_title = preview.kind, preview.title
+                card.preview_body, card.preview_note = preview.body, preview.note
+        self.cards = cards
 
     def _show_error(self, message: str) -> None:
         """Show ``message`` on the review panel (e.g. why the last submission did not go through)."""
@@ -162,51 +203,10 @@ class ReviewState(SessionState):
             return
         self.review_error = ""
         if kind == "edit":
-            self._set(index, choice="edit", editing=True, edit_error="", error="")
+            self._open_editor(index)
         else:
             self._edited.pop(index, None)
             self._set(index, choice=kind, editing=False, edit_error="", error="")
-
-    @rx.event
-    def cancel_edit(self, index: int) -> None:
-        """Close the editor without deciding."""
-        if self._card(index) is None:
-            return
-        self._edited.pop(index, None)
-        self._set(index, choice="", editing=False, edit_error="")
-
-    @rx.event
-    def save_edit(self, index: int, text: str) -> None:
-        """Check the editor's JSON against the tool's schema; on success the card is decided as edit."""
-        self._save_edit(index, text)
-
-    @rx.event
-    def check_edit(self, form_data: dict[str, Any]) -> None:
-        """Handle "Check edit" (the editor's form: ``index`` and ``args`` fields); same checks as save_edit."""
-        raw = form_data.get("index") if isinstance(form_data, dict) else None
-        try:
-            index = int(raw) if isinstance(raw, str | int) and not isinstance(raw, bool) else -1
-        except ValueError:
-            index = -1
-        self._save_edit(index, form_data.get("args") if isinstance(form_data, dict) else None)
-
-    def _save_edit(self, index: Any, text: Any) -> None:
-        card = self._card(index)
-        review = self._review()
-        if card is None or review is None or not isinstance(text, str):
-            return
-        if "edit" not in card.allowed:
-            self._set(index, error=f"Edit is not allowed for {card.tool_name}.")
-            return
-        try:
-            args = parse_args_json(text)
-            validate_edit_args(review, index, args, get_service().validators)
-        except ReviewError as exc:
-            self._edited.pop(index, None)
-            self._set(index, choice="edit", editing=True, edit_error=exc.message)
-            return
-        self._edited[index] = args
-        self._set(index, choice="edit", editing=False, edit_error="", args_json=json.dumps(args, indent=2, ensure_ascii=False))
 
     @rx.event
     def set_reason(self, index: int, text: str) -> None:
@@ -262,10 +262,12 @@ class ReviewState(SessionState):
             self._set(blank.index, error=draft.unanswered_message(blank))
             self.review_error = ""
             return
+        edited = card_edit.plain(self._edited)
+        edited = {int(k): v for k, v in edited.items()}
         if any(card.shared for card in self.cards):  # others may decide: undecided cards are left to them
-            decisions: list[Any] = [d and decision_payload(d) for d in draft.to_entries(self.cards, self._edited)]
+            decisions: list[Any] = [d and decision_payload(d) for d in draft.to_entries(self.cards, edited)]
         else:
-            decisions = [decision_payload(d) for d in draft.to_decisions(self.cards, self._edited)]
+            decisions = [decision_payload(d) for d in draft.to_decisions(self.cards, edited)]
         service = get_service()
         person = self._person()
         try:

@@ -1,0 +1,148 @@
+"""The edit handlers of the approval cards: one draft per card, edited through the schema form or
+the JSON editor, checked on the server by "Check edit".
+
+A Reflex state mixin of ``ReviewState`` (which provides ``cards``, ``_card``, ``_set``,
+``_review``, ``_drafts`` and ``_edited``); the rules live in ``hitl_app.ui.card_edit`` (pure).
+Every value from the browser is checked here (types, sizes, that the card exists and allows an
+edit); the submitted decisions are checked again by the server against the checkpoint.
+"""
+
+# Tested by: tests/e2e/test_review_form.py
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import reflex as rx
+
+from hitl_app.review import ReviewError, parse_args_json, validate_edit_args
+from hitl_app.runtime import get_service
+from hitl_app.ui import card_edit
+from hitl_app.ui.rows import CardRow
+
+
+class CardEditMixin(rx.State, mixin=True):
+    """Edit handlers shared into ``ReviewState`` (see the module docstring)."""
+
+    def _editing(self, index: Any) -> tuple[CardRow, dict[str, Any], dict[str, Any]] | None:
+        """``(a copy of the card, its draft, the proposed args)`` for a card whose editor is open."""
+        card = self._card(index)  # type: ignore[attr-defined]
+        review = self._review()  # type: ignore[attr-defined]
+        if card is None or review is None or "edit" not in card.allowed or not card.editing:
+            return None
+        proposed = review.action_requests[index].args
+        return card, card_edit.plain(self._drafts.get(index, proposed)), proposed  # type: ignore[attr-defined]
+
+    def _store(self, card: CardRow, draft: dict[str, Any]) -> None:
+        """Keep ``draft`` and send the changed card (the list is reassigned, as ``_set`` does)."""
+        self._drafts[card.index] = draft  # type: ignore[attr-defined]
+        cards = list(self.cards)  # type: ignore[has-type]
+        cards[card.index] = card
+        self.cards = cards
+
+    def _open_editor(self, index: int) -> None:
+        """Open ``index``'s editor on its draft (kept from before), its checked edit, or the proposal."""
+        card = self.cards[index]  # type: ignore[has-type]
+        review = self._review()  # type: ignore[attr-defined]
+        proposed = review.action_requests[index].args if review else {}
+        draft = card_edit.plain(self._drafts.get(index) or self._edited.get(index) or proposed)  # type: ignore[attr-defined]
+        card.choice, card.editing, card.edit_error, card.error = "edit", True, "", ""
+        card_edit.show(card, draft, proposed, bump=True)
+        self._store(card, draft)
+
+    @rx.event
+    def set_edit_mode(self, index: int, mode: str) -> None:
+        """Switch a card's editor between the form (``form``) and the JSON editor (``json``)."""
+        if (found := self._editing(index)) is not None:
+            card, draft, proposed = found
+            card_edit.set_mode(card, mode)
+            card_edit.show(card, draft, proposed, bump=False, text=card.draft_json if card.json_note else None)
+            self._store(card, draft)
+
+    @rx.event
+    def set_field(self, index: int, path: str, value: Any) -> None:
+        """A form input's new value (text on blur; a select's option or a checkbox on change)."""
+        if (found := self._editing(index)) is not None:
+            card, draft, proposed = found
+            self._store(card, card_edit.set_field(card, draft, proposed, path, value))
+
+    @rx.event
+    def add_item(self, index: int, path: str) -> None:
+        """Append a blank item to the array at ``path``."""
+        if (found := self._editing(index)) is not None:
+            card, draft, proposed = found
+            self._store(card, card_edit.change_items(card, draft, proposed, path, add=True))
+
+    @rx.event
+    def remove_item(self, index: int, path: str) -> None:
+        """Remove the array item at ``path``."""
+        if (found := self._editing(index)) is not None:
+            card, draft, proposed = found
+            self._store(card, card_edit.change_items(card, draft, proposed, path, add=False))
+
+    @rx.event
+    def set_json(self, index: int, text: str) -> None:
+        """The JSON editor's text (debounced, and on leaving it): the draft follows when it parses."""
+        if (found := self._editing(index)) is not None:
+            card, draft, proposed = found
+            self._store(card, card_edit.set_json(card, draft, proposed, text))
+
+    @rx.event
+    def finish_edit(self, index: int) -> None:
+        """Handle "Check edit": the draft's arguments are checked against the tool's schema on the server;
+        on success the card is decided as edit and the editor closes (the diff stays shown)."""
+        if (found := self._editing(index)) is None:
+            return
+        card, draft, _proposed = found
+        args, problem = card_edit.finish_problem(card, draft)
+        if args is None:
+            self._set(index, edit_error=problem)  # type: ignore[attr-defined]
+            return
+        self._check_and_close(index, args)
+
+    @rx.event
+    def save_edit(self, index: int, text: str) -> None:
+        """Check JSON ``text`` as the card's edited arguments (as "Check edit" in JSON mode)."""
+        card = self._card(index)  # type: ignore[attr-defined]
+        if card is None or not isinstance(text, str):
+            return
+        if "edit" not in card.allowed:
+            self._set(index, error=f"Edit is not allowed for {card.tool_name}.")  # type: ignore[attr-defined]
+            return
+        if not card.editing:
+            self._open_editor(index)
+        try:
+            args = parse_args_json(text)
+        except ReviewError as exc:
+            self._set(index, edit_error=exc.message, mode="json", draft_json=text)  # type: ignore[attr-defined]
+            return
+        self.set_json(index, text)
+        self._check_and_close(index, args)
+
+    def _check_and_close(self, index: int, args: dict[str, Any]) -> None:
+        review = self._review()  # type: ignore[attr-defined]
+        try:
+            validate_edit_args(review, index, args, get_service().validators)
+        except ReviewError as exc:
+            self._edited.pop(index, None)  # type: ignore[attr-defined]
+            self._set(index, choice="edit", editing=True, edit_error=exc.message)  # type: ignore[attr-defined]
+            return
+        self._edited[index] = args = card_edit.plain(args)  # type: ignore[attr-defined]
+        self._set(  # type: ignore[attr-defined]
+            index,
+            choice="edit",
+            editing=False,
+            edit_error="",
+            error="",
+            args_json=json.dumps(args, indent=2, ensure_ascii=False),
+        )
+
+    @rx.event
+    def cancel_edit(self, index: int) -> None:
+        """Close the editor without deciding (the draft is dropped)."""
+        if self._card(index) is None:  # type: ignore[attr-defined]
+            return
+        self._edited.pop(index, None)  # type: ignore[attr-defined]
+        self._drafts.pop(index, None)  # type: ignore[attr-defined]
+        self._set(index, choice="", editing=False, edit_error="", diff=[], json_note="")  # type: ignore[attr-defined]
