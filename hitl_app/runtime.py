@@ -122,7 +122,7 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
             try:
                 await bus.start()
             except Exception as exc:  # noqa: BLE001 - redis raises several connection errors
-                raise StartupError(f"cannot reach Redis at {safe_url(settings.redis_url)}: {exc}") from exc
+                raise StartupError(f"cannot reach Redis at {safe_url(settings.redis_url or '')}: {exc}") from exc
             service = ThreadService(
                 graph, engines, validators, bus=bus, limits=run_limits(settings), rights=policy_rights(settings),
                 desks=policy_desks(settings),

@@ -49,7 +49,7 @@ class GrantGate(AgentMiddleware):
         check: the grant check (``GrantCheck``).
     """
 
-    state_schema = _GrantState  # type: ignore[assignment]
+    state_schema = _GrantState
 
     def __init__(self, interrupt_on: Mapping[str, Any], check: GrantCheck) -> None:
         super().__init__()
@@ -63,13 +63,14 @@ class GrantGate(AgentMiddleware):
     async def aafter_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
         """Returns ``{GRANTED_KEY: {tool_call_id: line}}`` for the last model message, or None."""
         messages = state["messages"]
-        last_at = next((i for i in range(len(messages) - 1, -1, -1) if isinstance(messages[i], AIMessage)), None)
-        if last_at is None:
+        found = next(((i, m) for i, m in reversed(list(enumerate(messages))) if isinstance(m, AIMessage)), None)
+        if found is None:
             return None
-        last = messages[last_at]
+        last_at, last = found
         answered = {m.tool_call_id for m in messages[last_at + 1:] if isinstance(m, ToolMessage)}
-        known: Mapping[str, str] = state.get(GRANTED_KEY) or {}
-        memo: Mapping[str, bool] = state.get(REVIEW_NEED_KEY) or {}
+        stored_known, stored_memo = state.get(GRANTED_KEY), state.get(REVIEW_NEED_KEY)
+        known: Mapping[str, str] = stored_known if isinstance(stored_known, Mapping) else {}
+        memo: Mapping[str, bool] = stored_memo if isinstance(stored_memo, Mapping) else {}
         configurable = (get_config().get("configurable") or {})
         thread_id, owner = str(configurable.get("thread_id") or ""), str(configurable.get("owner") or "")
         granted: dict[str, str] = {}
@@ -102,7 +103,7 @@ class GrantGate(AgentMiddleware):
         return True
 
 
-def skip_granted_calls(interrupt_on: Mapping[str, InterruptOnConfig]) -> dict[str, InterruptOnConfig]:
+def skip_granted_calls(interrupt_on: Mapping[str, bool | InterruptOnConfig]) -> dict[str, bool | InterruptOnConfig]:
     """A copy of ``interrupt_on`` whose ``when`` is False for the calls ``GrantGate`` marked."""
 
     def wrap(when: Callable[[Any], bool] | None) -> Callable[[Any], bool]:
@@ -115,10 +116,10 @@ def skip_granted_calls(interrupt_on: Mapping[str, InterruptOnConfig]) -> dict[st
 
         return guarded
 
-    out: dict[str, InterruptOnConfig] = {}
+    out: dict[str, bool | InterruptOnConfig] = {}
     for name, config in interrupt_on.items():
         if isinstance(config, Mapping):
-            out[name] = {**config, "when": wrap(config.get("when"))}  # type: ignore[typeddict-item]
+            out[name] = {**config, "when": wrap(config.get("when"))}
         else:
             out[name] = config
     return out

@@ -23,6 +23,9 @@ from typing import Any, Literal, Protocol
 
 GrantScope = Literal["call", "thread", "person"]
 
+GrantErrorCode = Literal["bad_request", "not_grantable", "forbidden"]
+"""Why a grant may not be made (``GrantError.code``)."""
+
 GRANT_SCOPES: tuple[GrantScope, ...] = ("call", "thread", "person")
 """The scopes, narrowest first."""
 
@@ -35,9 +38,9 @@ class GrantError(ValueError):
     ``bad_request`` (malformed), ``not_grantable`` (the policy forbids it), ``forbidden`` (this
     person may not grant it)."""
 
-    def __init__(self, message: str, code: str = "bad_request") -> None:
+    def __init__(self, message: str, code: GrantErrorCode = "bad_request") -> None:
         super().__init__(message)
-        self.code = code
+        self.code: GrantErrorCode = code
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,8 @@ def grant_note(scope: str, granted_by: str, ends: datetime, now: datetime, owner
 
 
 def check_grant(
-    request: GrantRequest, *, tool: str, grantable: bool, decision_type: str, approvals: int, person_is_owner: bool, person_is_admin: bool
+    request: GrantRequest, *, tool: str, grantable: bool, decision_type: str, approvals: int, person_is_owner: bool,
+    person_is_admin: bool,
 ) -> None:
     """Refuse a grant the policy or the person's rights do not allow (the person's approval itself
     is checked by the review rights first).

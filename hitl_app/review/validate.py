@@ -34,7 +34,7 @@ _DECISION_ADAPTER: TypeAdapter[AnyDecision] = TypeAdapter(Decision)
 
 ReviewErrorCode = Literal[
     "stale", "count", "not_allowed", "renamed", "bad_args", "bad_json", "too_large", "missing_message", "malformed",
-    "forbidden",
+    "forbidden", "bad_request", "not_grantable",
 ]
 """The stable machine words of ``ReviewError.code``."""
 
@@ -47,7 +47,9 @@ class ReviewError(ValueError):
         card_index: the action request the error belongs to, or ``None`` for the whole review.
         code: a stable machine word: ``stale``, ``count``, ``not_allowed``, ``renamed``,
             ``bad_args``, ``bad_json``, ``too_large``, ``missing_message``, ``malformed``, or
-            ``forbidden`` (the review rights refuse this person the decision).
+            ``forbidden`` (the review rights refuse this person the decision or the grant),
+            ``bad_request`` (a malformed grant entry) or ``not_grantable`` (the policy allows no
+            grant for this card).
     """
 
     def __init__(self, message: str, *, card_index: int | None = None, code: ReviewErrorCode = "malformed"):

@@ -51,7 +51,7 @@ async def claim_expiry(
         return True
     except IntegrityError:
         await session.rollback()
-    result = await session.exec(  # type: ignore[call-overload]
+    result = await session.exec(
         update(ReviewExpiry).where(
             col(ReviewExpiry.interrupt_id) == interrupt_id, col(ReviewExpiry.status) == "acting",
             col(ReviewExpiry.claimed_at) < stale_before,
@@ -63,7 +63,7 @@ async def claim_expiry(
 
 async def finish_expiry(*, session: AsyncSession, interrupt_id: str, status: str) -> None:
     """Set the claimed expiry's final ``status`` (``expired``, ``escalated``, ``skipped``); commits."""
-    await session.exec(  # type: ignore[call-overload]
+    await session.exec(
         update(ReviewExpiry).where(col(ReviewExpiry.interrupt_id) == interrupt_id).values(status=status)
     )
     await session.commit()
@@ -102,7 +102,7 @@ async def take_due_resumes(*, session: AsyncSession, now: datetime, limit: int =
     stmt = select(ScheduledResume).where(col(ScheduledResume.status) == "pending", col(ScheduledResume.due_at) <= now).limit(limit)
     taken = []
     for row in (await session.exec(stmt)).all():
-        result = await session.exec(  # type: ignore[call-overload]
+        result = await session.exec(
             update(ScheduledResume).where(
                 col(ScheduledResume.interrupt_id) == row.interrupt_id, col(ScheduledResume.status) == "pending"
             ).values(status="running", claimed_at=now)
@@ -115,7 +115,7 @@ async def take_due_resumes(*, session: AsyncSession, now: datetime, limit: int =
 
 async def finish_resume(*, session: AsyncSession, interrupt_id: str, status: str = "done") -> None:
     """Set a taken window's final status; commits."""
-    await session.exec(  # type: ignore[call-overload]
+    await session.exec(
         update(ScheduledResume).where(col(ScheduledResume.interrupt_id) == interrupt_id).values(status=status)
     )
     await session.commit()
@@ -124,7 +124,7 @@ async def finish_resume(*, session: AsyncSession, interrupt_id: str, status: str
 async def undo_resume(*, session: AsyncSession, interrupt_id: str, now: datetime) -> bool:
     """Move a ``pending`` window that is not due yet to ``undone``; commits. False when it ran,
     was undone already, or its time is up."""
-    result = await session.exec(  # type: ignore[call-overload]
+    result = await session.exec(
         update(ScheduledResume).where(
             col(ScheduledResume.interrupt_id) == interrupt_id, col(ScheduledResume.status) == "pending",
             col(ScheduledResume.due_at) > now,

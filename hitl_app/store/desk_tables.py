@@ -20,7 +20,7 @@ from typing import Any
 from sqlalchemy import JSON, Column
 from sqlmodel import Field, SQLModel
 
-from hitl_app.store.tables import UTCDateTime, utcnow
+from hitl_app.store.tables import UTCDateTime, table_of, utcnow
 
 
 class GrantRecord(SQLModel, table=True):
@@ -101,5 +101,5 @@ class ReviewEvent(SQLModel, table=True):
     at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime, index=True)
 
 
-DESK_TABLES = [GrantRecord.__table__, ReviewExpiry.__table__, ScheduledResume.__table__, ReviewEvent.__table__]
+DESK_TABLES = [table_of(GrantRecord), table_of(ReviewExpiry), table_of(ScheduledResume), table_of(ReviewEvent)]
 """The desk's tables, created with the app's (``hitl_app.store.db.create_schema``)."""

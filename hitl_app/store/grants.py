@@ -101,7 +101,7 @@ async def use_grant(
     except IntegrityError:  # this call was approved by a grant already (a replayed check)
         await session.rollback()
         return note
-    await session.exec(  # type: ignore[call-overload]
+    await session.exec(
         update(GrantRecord).where(col(GrantRecord.id) == grant.id)
         .values(uses=GrantRecord.uses + 1, last_used_at=now)
     )
@@ -120,7 +120,7 @@ async def list_grants(*, session: AsyncSession, account_id: str | None, limit: i
 
 async def revoke_grant(*, session: AsyncSession, grant_id: int, by: str, now: datetime | None = None) -> bool:
     """Revoke an active grant; commits. False when it was revoked already or does not exist."""
-    result = await session.exec(  # type: ignore[call-overload]
+    result = await session.exec(
         update(GrantRecord).where(col(GrantRecord.id) == grant_id, col(GrantRecord.revoked_at).is_(None))
         .values(revoked_at=now or utcnow(), revoked_by=by[:100])
     )

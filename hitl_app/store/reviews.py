@@ -189,9 +189,9 @@ async def release_claim(
     stmt = delete(AuditRecord).where(col(AuditRecord.interrupt_id) == interrupt_id)
     if claimed_before is not None:
         stmt = stmt.where(col(AuditRecord.decided_at) < claimed_before)
-    deleted = (await session.exec(stmt)).rowcount  # type: ignore[call-overload]
+    deleted = (await session.exec(stmt)).rowcount
     if deleted:  # the decisions written with the claim go with it (earlier people's drafts stay)
-        await session.exec(  # type: ignore[call-overload]
+        await session.exec(
             delete(DecisionDraft).where(
                 col(DecisionDraft.interrupt_id) == interrupt_id, col(DecisionDraft.completing).is_(True)
             )

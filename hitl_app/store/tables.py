@@ -191,11 +191,11 @@ def table_of(model: type[SQLModel]) -> Table:
 
 
 APP_TABLES = [
-    ThreadRecord.__table__,
-    ReviewRequestRecord.__table__,
-    DecisionDraft.__table__,
-    AuditRecord.__table__,
-    OutboxMail.__table__,
-    ToolEffect.__table__,
+    table_of(ThreadRecord),
+    table_of(ReviewRequestRecord),
+    table_of(DecisionDraft),
+    table_of(AuditRecord),
+    table_of(OutboxMail),
+    table_of(ToolEffect),
 ]
 """Tables created in the app database (``Record`` is not one of them)."""

@@ -80,11 +80,14 @@ def compute(rows: Sequence[AuditRecord], since: datetime, until: datetime) -> Me
         waited[row.interrupt_id] = max(waited.get(row.interrupt_id, 0.0), row.waited_seconds)
         day_of[row.interrupt_id] = row.decided_at.date().isoformat()
     per_day = Counter(day_of.values())
-    days, day = [], since.date()
+    days: list[dict[str, int | str]] = []
+    day = since.date()
     while day <= until.date():
         days.append({"day": day.isoformat(), "reviews": per_day.get(day.isoformat(), 0)})
         day += timedelta(days=1)
-    per_tool = [{"tool": tool, **{o: counts.get(o, 0) for o in OUTCOMES}} for tool, counts in tools.items()]
+    per_tool: list[dict[str, int | str]] = [
+        {"tool": tool, **{o: counts.get(o, 0) for o in OUTCOMES}} for tool, counts in tools.items()
+    ]
     per_tool.sort(key=lambda r: (-sum(int(r[o]) for o in OUTCOMES), str(r["tool"])))
     values = list(waited.values())
     return Metrics(days, percentile(values, 0.5), percentile(values, 0.95), len(values), per_tool)

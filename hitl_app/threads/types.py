@@ -26,6 +26,8 @@ ThreadErrorCode = Literal[
     "db_unavailable",
     "not_started",
     "limited",
+    "bad_request",
+    "too_late",
 ]
 """Why a request about a thread was refused (``ThreadError.code``).
 
@@ -33,7 +35,9 @@ ThreadErrorCode = Literal[
 ``too_large``: the message; ``busy``: a run is live; ``review_pending``: decide the review first;
 ``nothing_to_continue``: the last run finished; ``db_unavailable``: the database did not answer
 (nothing was done); ``not_started``: decisions were taken but the run could not start (see the
-message: the review is, or soon will be, answerable again).
+message: the review is, or soon will be, answerable again); ``limited``: a rate limit;
+``bad_request``: a value the page never offers (e.g. a metrics period); ``too_late``: the moment
+passed (an undo window ended, a grant was revoked already).
 """
 
 
