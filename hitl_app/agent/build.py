@@ -7,8 +7,9 @@ reverse list order, so the guard sees each model message first (see ``guards.py`
 limit answers the calls beyond the per-message limit (see ``call_limit.py``), then the memo takes
 each call's "needs review?" answer once (see ``policy.py``), then, given a ``grant_check``,
 ``GrantGate`` lets the calls a grant covers run without a card (see ``grant_gate.py``), then
-the HITL middleware raises the card. Last, ``OwnerWorkspaceSetup`` creates the run owner's workspace when a run starts. The state keeps ``messages``
-as deltas (``state.py``), so a turn's checkpoint bytes do not grow with the thread's length.
+the HITL middleware raises the card. Last, ``OwnerWorkspaceSetup`` creates the run owner's
+workspace when a run starts. The state keeps ``messages`` as deltas (``state.py``), so a turn's
+checkpoint bytes do not grow with the thread's length.
 """
 
 from __future__ import annotations

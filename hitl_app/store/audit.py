@@ -116,7 +116,9 @@ async def list_decisions(
         viewer: the signed-in person (see ``_visible``: admins everything, reviewers what they
             decided or were asked to, members their own threads and their own decisions).
         owner: without ``viewer``, the browser id owning the threads (no owner, no rows).
-        thread_id, tool_name, decision_type: exact-match filters.
+        thread_id: only this thread's decisions.
+        tool_name: only decisions on this tool.
+        decision_type: only this type (``approve``, ``edit``, ``reject``, ``respond``).
         limit: at most this many rows.
     """
     visible = _visible(viewer, owner)

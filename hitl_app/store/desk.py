@@ -99,7 +99,9 @@ async def get_resume(*, session: AsyncSession, interrupt_id: str) -> ScheduledRe
 
 async def take_due_resumes(*, session: AsyncSession, now: datetime, limit: int = 20) -> list[ScheduledResume]:
     """Move each due ``pending`` window to ``running`` and return the ones THIS call moved; commits."""
-    stmt = select(ScheduledResume).where(col(ScheduledResume.status) == "pending", col(ScheduledResume.due_at) <= now).limit(limit)
+    stmt = select(ScheduledResume).where(
+        col(ScheduledResume.status) == "pending", col(ScheduledResume.due_at) <= now
+    ).limit(limit)
     taken = []
     for row in (await session.exec(stmt)).all():
         result = await session.exec(
@@ -140,7 +142,9 @@ async def add_event(*, session: AsyncSession, event: ReviewEvent) -> None:
     await session.commit()
 
 
-async def events_for(*, session: AsyncSession, interrupt_ids: Sequence[str] = (), thread_id: str | None = None) -> list[ReviewEvent]:
+async def events_for(
+    *, session: AsyncSession, interrupt_ids: Sequence[str] = (), thread_id: str | None = None
+) -> list[ReviewEvent]:
     """Events of some reviews or of a thread, oldest first."""
     stmt = select(ReviewEvent).order_by(col(ReviewEvent.at), col(ReviewEvent.id))
     if thread_id is not None:

@@ -72,10 +72,15 @@ async def write_drafts(
     """Write ``drafts`` numbered from ``base_seq`` (the count read), with ``claim`` in one commit.
 
     Args:
+        session: the app database session (committed here).
+        thread_id: the review's thread.
+        interrupt_id: the review the drafts answer.
         base_seq: ``next_seq`` of the drafts the caller read (its new rows get ``base_seq,
             base_seq + 1, ...``).
+        drafts: the person's decisions, one per card they decided.
         claim: the review's audit rows when these drafts decide the last open card (empty
             otherwise); the drafts are then marked ``completing``.
+        now: the decision time (aware UTC; default: now).
 
     Returns:
         The ids of the rows written.

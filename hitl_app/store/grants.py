@@ -70,7 +70,10 @@ async def find_grant(
         col(GrantRecord.tool) == tool, col(GrantRecord.revoked_at).is_(None), col(GrantRecord.expires_at) > now,
         or_(col(GrantRecord.thread_id) == thread_id, col(GrantRecord.owner_id) == owner_id),
     )
-    rows = [g for g in (await session.exec(stmt)).all() if covers(g, thread_id=thread_id, owner_id=owner_id, tool=tool, args=args, now=now)]
+    rows = [
+        g for g in (await session.exec(stmt)).all()
+        if covers(g, thread_id=thread_id, owner_id=owner_id, tool=tool, args=args, now=now)
+    ]
     rank = {"call": 0, "thread": 1, "person": 2}
     rows.sort(key=lambda g: (rank.get(g.scope, 3), -(g.id or 0)))
     return rows[0] if rows else None

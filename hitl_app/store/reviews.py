@@ -146,7 +146,9 @@ async def claim_review(
     """Record ``decisions`` (one per action request, in order) as the review's audit rows; commits.
 
     Args:
+        session: the app database session (committed here).
         review: the pending review the decisions answer.
+        decisions: one per action request, in order.
         reviewer: who decided every card (a name is cut to ``REVIEWER_CHARS``; empty becomes
             ``anonymous``).
         now: the decision time (aware UTC; default: now). ``waited_seconds`` counts from the

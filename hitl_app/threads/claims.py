@@ -49,7 +49,9 @@ class ReviewClaims:
         thread_id = review.thread_id
         async with self._session() as session:
             await reviews.record_review_requested(session=session, review=review)
-            if await self.is_running(thread_id) or not await reviews.is_claimed(session=session, interrupt_id=review.interrupt_id):
+            if await self.is_running(thread_id) or not await reviews.is_claimed(
+                session=session, interrupt_id=review.interrupt_id
+            ):
                 return
         if await self.desk.holds(review.interrupt_id):  # an undo window: the claim is not abandoned
             return

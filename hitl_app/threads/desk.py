@@ -139,7 +139,9 @@ class ReviewDesk:
     async def list_grants(self, person: Person) -> list[GrantRow]:
         """The grants ``person`` made or that cover their threads (every grant for an admin), newest first."""
         async with self.service._session() as session:
-            records = await grant_store.list_grants(session=session, account_id=None if is_admin(person) else str(person.account_id))
+            records = await grant_store.list_grants(
+                session=session, account_id=None if is_admin(person) else str(person.account_id)
+            )
         now, out = utcnow(), []
         for g in records:
             status = "revoked" if g.revoked_at else "active" if now < g.expires_at else "expired"
@@ -196,7 +198,9 @@ class ReviewDesk:
         )
         async with self.service._session() as session:
             await desk_store.schedule_resume(session=session, row=row)
-            await desk_store.add_event(session=session, event=self._event(review, "submitted", person, f"runs in {seconds} s unless undone"))
+            await desk_store.add_event(
+                session=session, event=self._event(review, "submitted", person, f"runs in {seconds} s unless undone")
+            )
         return None
 
     async def undo(self, thread_id: str, interrupt_id: str, person: Person) -> None:
@@ -260,6 +264,7 @@ class ReviewDesk:
     def _event(review: PendingReview, kind: str, person: Person | None, note: str) -> ReviewEvent:
         return ReviewEvent(
             thread_id=review.thread_id, interrupt_id=review.interrupt_id, kind=kind,
-            account_id=str(person.account_id)[:100] if person else "", display_name=person.display_name[:100] if person else "policy",
+            account_id=str(person.account_id)[:100] if person else "",
+            display_name=person.display_name[:100] if person else "policy",
             role=str(person.role)[:20] if person else "policy", note=note[:500],
         )

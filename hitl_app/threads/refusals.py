@@ -19,7 +19,10 @@ from hitl_app.threads.types import ThreadError
 
 log = logging.getLogger("hitl_app.threads")
 
-UNAVAILABLE = (OperationalError, InterfaceError, sqlite3.OperationalError, PgOperationalError, OSError, RedisConnectionError, RedisTimeoutError)
+UNAVAILABLE = (
+    OperationalError, InterfaceError, sqlite3.OperationalError, PgOperationalError, OSError, RedisConnectionError,
+    RedisTimeoutError,
+)
 """Errors of a locked or unreachable database or message bus."""
 
 P = ParamSpec("P")

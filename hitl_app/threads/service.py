@@ -127,6 +127,7 @@ class ThreadService(ReviewClaims):
         status. Never runs the graph.
 
         Args:
+            thread_id: the thread to load.
             viewer: the signed-in person. The owner sees the thread; an admin, or someone who may
                 decide one of its pending cards, sees it read-only (``view.read_only``).
             owner: instead of ``viewer``, a browser id owning its threads (before accounts).
@@ -213,7 +214,9 @@ class ThreadService(ReviewClaims):
             return await self.runs.launch(thread_id, inp, "turn", owner=thread_owner)
 
     @refused_when_unavailable
-    async def submit_review(self, thread_id: str, interrupt_id: Any, decisions: Any, *, person: Person | None, grants: Any = None) -> str | None:
+    async def submit_review(
+        self, thread_id: str, interrupt_id: Any, decisions: Any, *, person: Person | None, grants: Any = None
+    ) -> str | None:
         """Check ``person``'s decisions against the pending interrupt and the review rights, draft
         them, and resume once every card is decided; returns the run id, or None while cards wait.
 
@@ -240,7 +243,9 @@ class ThreadService(ReviewClaims):
                 log_refusal(thread_id, interrupt_id, person, exc)
             raise
 
-    async def _decide(self, thread_id: str, interrupt_id: Any, decisions: Any, person: Person | None, grants: Any = None) -> str | None:
+    async def _decide(
+        self, thread_id: str, interrupt_id: Any, decisions: Any, person: Person | None, grants: Any = None
+    ) -> str | None:
         """``submit_review`` without the refusal log."""
         if person is None:
             raise ThreadError("Sign in to decide reviews.", code="forbidden")

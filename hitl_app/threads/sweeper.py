@@ -184,7 +184,10 @@ class Sweeper:
             if deadline.desk.on_timeout == "escalate":
                 async with service._session() as session:
                     await desk_store.add_event(session=session, event=_policy_event(review, "escalated", note))
-                log.info("review escalated thread=%s interrupt=%s to=%s", review.thread_id, review.interrupt_id, deadline.desk.escalate_to)
+                log.info(
+                    "review escalated thread=%s interrupt=%s to=%s",
+                    review.thread_id, review.interrupt_id, deadline.desk.escalate_to,
+                )
                 return "escalated"
             owner_id = await service._owner_of(review.thread_id)
             decisions = await self._expiry_claim(review, deadline, owner_id, note, now)
@@ -241,5 +244,6 @@ class Sweeper:
 
 def _policy_event(review: PendingReview, kind: str, note: str) -> ReviewEvent:
     return ReviewEvent(
-        thread_id=review.thread_id, interrupt_id=review.interrupt_id, kind=kind, display_name="policy", role="policy", note=note[:500],
+        thread_id=review.thread_id, interrupt_id=review.interrupt_id, kind=kind, display_name="policy", role="policy",
+        note=note[:500],
     )

@@ -78,7 +78,9 @@ class DeskState(SessionState):
             f"Past its deadline: the {desk.escalated_to}s may decide it now." if desk.escalated_to else ""
         )
         self.undo_ms, self.undo_by = _ms(desk.undo_until), desk.undo_by
-        self.grant_options = [[[v, label] for s in scopes for v, label in GRANT_CHOICES.get(s, [])] for scopes in desk.grant_scopes]
+        self.grant_options = [
+            [[v, label] for s in scopes for v, label in GRANT_CHOICES.get(s, [])] for scopes in desk.grant_scopes
+        ]
         self.grant_notes = list(desk.grant_notes)
         if interrupt_id != self._interrupt_id or len(self.grant_choice) != len(desk.grant_scopes):
             self.grant_choice = [NO_GRANT] * len(desk.grant_scopes)

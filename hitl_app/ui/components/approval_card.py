@@ -215,8 +215,16 @@ def _cards_panel() -> rx.Component:
                 width="100%",
             ),
             rx.foreach(ReviewState.cards, approval_card),
-            rx.cond(ReviewState.review_note != "", rx.text(ReviewState.review_note, size="2", color=theme.MUTED, data_testid="review-note")),
-            rx.cond(ReviewState.review_error != "", rx.callout(ReviewState.review_error, icon="triangle-alert", color_scheme="red", data_testid="review-error", width="100%")),
+            rx.cond(
+                ReviewState.review_note != "",
+                rx.text(ReviewState.review_note, size="2", color=theme.MUTED, data_testid="review-note"),
+            ),
+            rx.cond(
+                ReviewState.review_error != "",
+                rx.callout(
+                    ReviewState.review_error, icon="triangle-alert", color_scheme="red", data_testid="review-error", width="100%"
+                ),
+            ),
             rx.hstack(
                 rx.button(ReviewState.submit_label, on_click=ReviewState.submit, size="3", data_testid="submit-decisions",
                           variant=rx.cond(ReviewState.all_decided, "solid", "soft"), title="Submit (Ctrl+Enter)",

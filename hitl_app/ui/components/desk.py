@@ -33,7 +33,9 @@ def card_deadline() -> rx.Component:
             rx.hstack(
                 rx.icon("timer", size=14, color="var(--amber-11)"),
                 rx.text(
-                    _countdown(DeskState.deadline_ms, DeskState.deadline_before, "Time is up: the policy decides now", "deadline-left"),
+                    _countdown(
+                        DeskState.deadline_ms, DeskState.deadline_before, "Time is up: the policy decides now", "deadline-left"
+                    ),
                     size="2", color="var(--amber-11)", weight="medium",
                 ),
                 spacing="2", align="center", data_testid="deadline",
@@ -77,7 +79,9 @@ def undo_bar() -> rx.Component:
             rx.icon("hourglass", size=16),
             rx.text(_countdown(DeskState.undo_ms, "Running in ", "Starting now…", "undo-left"), size="3", weight="medium"),
             rx.text("·", color=theme.MUTED),
-            rx.button("Undo", on_click=DeskState.undo, size="2", variant="solid", color_scheme="amber", data_testid="undo-button"),
+            rx.button(
+                "Undo", on_click=DeskState.undo, size="2", variant="solid", color_scheme="amber", data_testid="undo-button"
+            ),
             rx.spacer(),
             rx.text("submitted by ", DeskState.undo_by, size="1", color=theme.MUTED),
             align="center", spacing="3", width="100%", wrap="wrap",

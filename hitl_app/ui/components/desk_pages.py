@@ -25,22 +25,33 @@ def _top(title: str) -> rx.Component:
 
 def _grant_row(row: Any) -> rx.Component:
     return rx.table.row(
-        rx.table.cell(rx.badge(row["status"], color_scheme=rx.match(row["status"], ("active", "green"), ("revoked", "red"), "gray"))),
+        rx.table.cell(
+            rx.badge(row["status"], color_scheme=rx.match(row["status"], ("active", "green"), ("revoked", "red"), "gray"))
+        ),
         rx.table.cell(rx.code(row["tool"], style={"whiteSpace": "nowrap"})),
         rx.table.cell(rx.vstack(
             rx.text(row["scope"], size="2"),
             rx.cond(row["args"] != "", rx.code(row["args"], size="1", style={"overflowWrap": "anywhere"})),
-            rx.cond(row["thread_id"] != "", rx.link("thread " + row["thread"].to(str), href="/thread/" + row["thread_id"].to(str), size="1")),
+            rx.cond(
+                row["thread_id"] != "",
+                rx.link("thread " + row["thread"].to(str), href="/thread/" + row["thread_id"].to(str), size="1"),
+            ),
             spacing="1",
         ), min_width="200px"),
         rx.table.cell(rx.text(row["granted_by"], size="2")),
         rx.table.cell(rx.text(row["made"], size="1", style={"whiteSpace": "nowrap"})),
-        rx.table.cell(rx.vstack(rx.text(row["ends"], size="1", style={"whiteSpace": "nowrap"}),
-                                rx.cond(row["revoked"] != "", rx.text(row["revoked"], size="1", color=theme.MUTED)), spacing="1")),
+        rx.table.cell(rx.vstack(
+            rx.text(row["ends"], size="1", style={"whiteSpace": "nowrap"}),
+            rx.cond(row["revoked"] != "", rx.text(row["revoked"], size="1", color=theme.MUTED)),
+            spacing="1",
+        )),
         rx.table.cell(rx.text(row["uses"].to(str), size="2"), data_testid="grant-uses"),
         rx.table.cell(rx.cond(
             row["can_revoke"],
-            rx.button("Revoke", size="1", variant="soft", color_scheme="red", on_click=GrantsState.revoke(row["id"]), data_testid="grant-revoke"),
+            rx.button(
+                "Revoke", size="1", variant="soft", color_scheme="red", on_click=GrantsState.revoke(row["id"]),
+                data_testid="grant-revoke",
+            ),
         )),
         custom_attrs={"data-testid": "grant-row", "data-status": row["status"], "data-tool": row["tool"]},
     )
@@ -65,13 +76,21 @@ def grants_page() -> rx.Component:
             ),
             width="100%", overflow_x="auto",
         ),
-        rx.cond(GrantsState.rows.length() == 0, rx.text("No grants yet. Choose \"Always allow\" next to an approval to make one.", size="2", color=theme.MUTED)),
+        rx.cond(
+            GrantsState.rows.length() == 0,
+            rx.text('No grants yet. Choose "Always allow" next to an approval to make one.', size="2", color=theme.MUTED),
+        ),
         padding="20px", spacing="4", width="100%", max_width="1100px", margin="0 auto", data_testid="grants-page",
     )
 
 
 def _stat(label: str, value: Any, testid: str) -> rx.Component:
-    return rx.card(rx.vstack(rx.text(label, size="1", color=theme.MUTED), rx.text(value, size="5", weight="bold", data_testid=testid), spacing="1"), min_width="140px")
+    return rx.card(
+        rx.vstack(
+            rx.text(label, size="1", color=theme.MUTED), rx.text(value, size="5", weight="bold", data_testid=testid), spacing="1"
+        ),
+        min_width="140px",
+    )
 
 
 def metrics_page() -> rx.Component:
@@ -81,7 +100,10 @@ def metrics_page() -> rx.Component:
             _top("Review metrics"),
             rx.hstack(
                 rx.text("Period", size="2"),
-                rx.select(MetricsState.periods, value=MetricsState.period, on_change=MetricsState.set_period, data_testid="metrics-period"),
+                rx.select(
+                    MetricsState.periods, value=MetricsState.period, on_change=MetricsState.set_period,
+                    data_testid="metrics-period",
+                ),
                 rx.text("days", size="2"),
                 align="center", spacing="2",
             ),
@@ -110,7 +132,10 @@ def metrics_page() -> rx.Component:
             rx.recharts.y_axis(allow_decimals=False),
             rx.recharts.graphing_tooltip(),
             rx.recharts.legend(),
-            *[rx.recharts.bar(data_key=o, stack_id="outcomes", fill=OUTCOME_COLORS[o], name=o, is_animation_active=False) for o in OUTCOMES],
+            *[
+                rx.recharts.bar(data_key=o, stack_id="outcomes", fill=OUTCOME_COLORS[o], name=o, is_animation_active=False)
+                for o in OUTCOMES
+            ],
             data=MetricsState.per_tool, width="100%", height=280,
         ),
         padding="20px", spacing="4", width="100%", max_width="1100px", margin="0 auto", data_testid="metrics-page",

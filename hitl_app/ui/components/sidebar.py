@@ -92,7 +92,10 @@ def sidebar_body(in_menu: bool = False) -> rx.Component:
             rx.link("Audit", href="/audit", size="2", data_testid="audit-link", **_click(in_menu)),
             rx.link("Grants", href="/grants", size="2", data_testid="grants-link", **_click(in_menu)),
             rx.link("Metrics", href="/metrics", size="2", data_testid="metrics-link", **_click(in_menu)),
-            rx.link("Workspace", **_click(in_menu, WorkspaceState.toggle), size="2", data_testid="workspace-toggle", style={"cursor": "pointer"}),
+            rx.link(
+                "Workspace", **_click(in_menu, WorkspaceState.toggle), size="2", data_testid="workspace-toggle",
+                style={"cursor": "pointer"},
+            ),
             spacing="4",
             wrap="wrap",
         ),
