@@ -51,7 +51,9 @@ async def service(database_url, workspace, saver):
     rules = load_policy_toml(TEAM)
     engines = make_engines(database_url)
     create_schema(engines)
-    bundle = build_demo_agent(model=DemoChatModel(words_per_second=0), workspace=workspace, checkpointer=saver, policy_rules=rules)
+    bundle = build_demo_agent(
+        model=DemoChatModel(words_per_second=0), workspace=workspace, checkpointer=saver, policy_rules=rules
+    )
     try:
         yield ThreadService(
             bundle.graph, engines, validators_for(bundle.tools_by_name), flush_interval=0.01, rights=rights_by_tool(rules)
@@ -97,7 +99,9 @@ async def refused(svc, caplog, t, iid, decisions, person, *, code: str, words: s
 async def test_every_refusal_leaves_the_payment_unpaid_and_the_review_answerable(service, workspace, caplog):
     t, iid = await ask(service, "pay 500 to Bob")
     # the member who asked: the card needs a reviewer
-    await refused(service, caplog, t, iid, APPROVE, MIA, code="forbidden", words="transfer_funds needs a reviewer; you are a member")
+    await refused(
+        service, caplog, t, iid, APPROVE, MIA, code="forbidden", words="transfer_funds needs a reviewer; you are a member"
+    )
     # another member cannot even open the thread
     await refused(service, caplog, t, iid, APPROVE, LEE, code="forbidden", words="belongs to someone else", error=ThreadError)
     with pytest.raises(ThreadError) as info:
@@ -149,7 +153,10 @@ async def test_two_person_rule_same_reviewer_twice_refused_then_second_reviewer_
     assert paid(workspace) == [(1500.0, "Bob")]
     [row] = audit(service, t)
     assert row.reviewer == "Dana and Ada" and (row.reviewer_id, row.reviewer_role) == ("5", "admin")
-    assert [(d["display_name"], d["role"], d["type"]) for d in row.deciders] == [("Dana", "reviewer", "approve"), ("Ada", "admin", "approve")]
+    assert [(d["display_name"], d["role"], d["type"]) for d in row.deciders] == [
+        ("Dana", "reviewer", "approve"),
+        ("Ada", "admin", "approve"),
+    ]
     # the review is decided: one more approval is refused as stale, nothing runs again
     with pytest.raises(ReviewError) as info:
         await service.submit_review(t, iid, APPROVE, person=RAY)

@@ -14,7 +14,11 @@ from hitl_app.threads.decide import asked, card_statuses, cards_for, may_view
 
 RIGHTS = {
     "transfer_funds": parse_tool_rights(
-        {"reviewers": ["reviewer", "Kim@Example.com"], "self_approval": False, "rules": [{"when": "amount > 1000", "approvals": 2}]}
+        {
+            "reviewers": ["reviewer", "Kim@Example.com"],
+            "self_approval": False,
+            "rules": [{"when": "amount > 1000", "approvals": 2}],
+        }
     )
 }
 MIA, LEE = Principal(1, "Mia", Role.MEMBER), Principal(2, "Lee", Role.MEMBER, "kim@example.com")
@@ -25,7 +29,9 @@ def review(*amounts: int) -> PendingReview:
     return PendingReview(
         thread_id="t", interrupt_id="i",
         action_requests=tuple(ActionRequest(name="transfer_funds", args={"amount": a, "to": "Bob"}) for a in amounts),
-        review_configs=tuple(ReviewConfig(action_name="transfer_funds", allowed_decisions=("approve", "reject")) for _ in amounts),
+        review_configs=tuple(
+            ReviewConfig(action_name="transfer_funds", allowed_decisions=("approve", "reject")) for _ in amounts
+        ),
     )
 
 

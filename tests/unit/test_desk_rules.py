@@ -78,7 +78,9 @@ def test_grant_requests_are_parsed_strictly():
 
 
 def test_check_grant_refuses_what_the_policy_or_the_rights_do_not_allow():
-    ok = dict(tool="send_email", grantable=True, decision_type="approve", approvals=1, person_is_owner=True, person_is_admin=False)
+    ok = dict(
+        tool="send_email", grantable=True, decision_type="approve", approvals=1, person_is_owner=True, person_is_admin=False
+    )
     check_grant(GrantRequest("person", 1), **ok)
     cases = [
         ({"grantable": False}, "not_grantable"),
@@ -96,7 +98,9 @@ def test_check_grant_refuses_what_the_policy_or_the_rights_do_not_allow():
 def test_grant_note_names_scope_maker_and_end():
     note = grant_note("thread", "Dana", NOW + timedelta(hours=1), NOW)
     assert note == "approved by grant: this tool in this thread, by Dana, until 15:00 UTC"
-    assert grant_note("person", "Dana", NOW + timedelta(days=1), NOW, "Mia").endswith("every thread of Mia, by Dana, until 4 May 14:00 UTC")
+    assert grant_note("person", "Dana", NOW + timedelta(days=1), NOW, "Mia").endswith(
+        "every thread of Mia, by Dana, until 4 May 14:00 UTC"
+    )
 
 
 def test_durations():

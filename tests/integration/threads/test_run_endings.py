@@ -159,7 +159,9 @@ _KILLED_RUN = textwrap.dedent(
             await rt.service.start_turn(thread_id, "wait 20 seconds", owner="browser-1")
             await rt.service.wait(thread_id)
             view = await rt.service.load(thread_id, owner="browser-1")
-            await rt.service.submit_review(thread_id, view.pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson("browser-1", "ann"))
+            await rt.service.submit_review(
+                thread_id, view.pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson("browser-1", "ann")
+            )
             await asyncio.sleep(1.0)
             print("TOOL RUNNING", flush=True)
             await asyncio.sleep(60)

@@ -88,7 +88,9 @@ async def test_c4_new_message_while_review_pending_is_refused_and_thread_stays_s
     assert view.status == "review"
     assert [m.text for m in view.messages if m.role == "user"] == ["email bob@example.com about lunch: noon"]
     assert_pairing(await messages(service, t), allow_pending_last=True)
-    await service.submit_review(t, view.pending.interrupt_id, [{"type": "reject", "message": "never mind"}], person=BrowserPerson(OWNER, "Dana"))
+    await service.submit_review(
+        t, view.pending.interrupt_id, [{"type": "reject", "message": "never mind"}], person=BrowserPerson(OWNER, "Dana")
+    )
     await service.wait(t)
     assert_pairing(await messages(service, t))
     await turn(service, t, "stream 5 words")
@@ -106,10 +108,19 @@ async def test_c6_invalid_edits_then_valid_record_once_per_action(service):
     iid = view.pending.interrupt_id
     for bad in ({"to": 5, "subject": "a", "body": "b"}, {"to": "x@example.com"}):
         with pytest.raises(ReviewError) as err:
-            await service.submit_review(t, iid, [{"type": "edit", "edited_action": {"name": "send_email", "args": bad}}], person=BrowserPerson(OWNER, "Dana"))
+            await service.submit_review(
+                t, iid, [{"type": "edit", "edited_action": {"name": "send_email", "args": bad}}],
+                person=BrowserPerson(OWNER, "Dana"),
+            )
         assert err.value.code == "bad_args"
     await service.submit_review(
-        t, iid, [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "cat@example.com", "subject": "a", "body": "b"}}}], person=BrowserPerson(OWNER, "Dana")
+        t,
+        iid,
+        [{
+            "type": "edit",
+            "edited_action": {"name": "send_email", "args": {"to": "cat@example.com", "subject": "a", "body": "b"}},
+        }],
+        person=BrowserPerson(OWNER, "Dana"),
     )
     await service.wait(t)
     assert count(service, ReviewRequestRecord, ReviewRequestRecord.thread_id == t) == 1
@@ -177,7 +188,9 @@ async def test_forged_submissions_are_refused_and_nothing_runs(service):
     iid = (await service.load(t, owner=OWNER)).pending.interrupt_id
     for label, interrupt_id, decisions, code in FORGED:
         with pytest.raises(ReviewError) as err:
-            await service.submit_review(t, iid if interrupt_id is None else interrupt_id, decisions, person=BrowserPerson(OWNER, "x"))
+            await service.submit_review(
+                t, iid if interrupt_id is None else interrupt_id, decisions, person=BrowserPerson(OWNER, "x")
+            )
         assert err.value.code == code, label
         assert err.value.message, label
         assert not await service.is_running(t), label
@@ -275,7 +288,13 @@ async def test_audit_record_fields(service):
     await service.submit_review(
         t,
         review.interrupt_id,
-        [{"type": "edit", "edited_action": {"name": "send_email", "args": {"to": "fox@example.com", "subject": "q", "body": "w"}}}, {"type": "reject", "message": "keep it"}],
+        [
+            {
+                "type": "edit",
+                "edited_action": {"name": "send_email", "args": {"to": "fox@example.com", "subject": "q", "body": "w"}},
+            },
+            {"type": "reject", "message": "keep it"},
+        ],
         person=BrowserPerson(OWNER, "Dana"),
     )
     await service.wait(t)
