@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from pathlib import Path
 
 import pytest
 from sqlmodel import Session, select
@@ -32,8 +31,9 @@ from hitl_app.store.db import create_schema, make_engines
 from hitl_app.store.tables import AuditRecord, DecisionDraft
 from hitl_app.threads.agent_loader import validators_for
 from hitl_app.threads.service import ThreadError, ThreadService
+from tests.helpers.paths import ROOT
 
-TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
+TEAM = ROOT / "examples" / "policies" / "team.toml"
 MIA = Principal(1, "Mia", Role.MEMBER, "mia@example.com")  # asks for the payments
 LEE = Principal(2, "Lee", Role.MEMBER, "lee@example.com")
 DANA = Principal(3, "Dana", Role.REVIEWER, "dana@example.com")

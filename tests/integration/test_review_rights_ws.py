@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from tests.helpers import app_db
 from tests.helpers.app_server import AppServer
+from tests.helpers.paths import ROOT
 from tests.helpers.ws_client import WsClient
 
 pytestmark = pytest.mark.app
-TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
+TEAM = ROOT / "examples" / "policies" / "team.toml"
 
 
 @pytest.fixture(scope="module")
