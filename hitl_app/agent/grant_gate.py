@@ -14,6 +14,8 @@ The sync ``after_model`` checks nothing (the app runs agents async); a failing c
 "no grant", so the call gets a card.
 """
 
+# Tested by: tests/integration/threads/test_review_desk.py - a granted call runs without a card
+
 from __future__ import annotations
 
 import logging

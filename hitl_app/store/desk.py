@@ -12,6 +12,8 @@ Exactly once, across workers and restarts:
   ``undone`` the same way (only before ``due_at``), so a review is either resumed once or undone.
 """
 
+# Tested by: tests/integration/threads/test_review_desk.py - deadlines, undo windows and events on SQLite and PostgreSQL
+
 from __future__ import annotations
 
 from collections.abc import Sequence

@@ -8,6 +8,8 @@ as reviewer, the line "approved by grant: ...") under a key derived from the too
 replayed check of the same call records it once and counts it once.
 """
 
+# Tested by: tests/integration/threads/test_review_desk.py - grants made, matched, revoked and expired
+
 from __future__ import annotations
 
 import hashlib

@@ -3,6 +3,8 @@
 A mixin: ``ThreadService`` gives it ``_session``, ``_lock``, ``_read``, ``is_running`` and ``desk``.
 """
 
+# Tested by: tests/integration/threads/test_thread_service.py - a claim left by a crashed run is released on load
+
 from __future__ import annotations
 
 import logging

@@ -15,6 +15,8 @@ per tool, the deadline, whether grants are allowed and how long the undo window 
 - ``decorate`` adds the ``DeskView`` to a thread view (deadline, escalation, undo window, grants).
 """
 
+# Tested by: tests/integration/threads/test_review_desk.py
+
 from __future__ import annotations
 
 import json

@@ -1,5 +1,7 @@
 """What a pending review's cards show beyond the decisions: time left, grants, the undo window."""
 
+# Tested by: tests/integration/threads/test_review_desk.py - the desk part of a loaded thread
+
 from __future__ import annotations
 
 from datetime import datetime

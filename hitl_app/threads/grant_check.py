@@ -6,6 +6,8 @@ naming the grant, one more use) and returns the line the thread shows under the 
 or a database that does not answer: None, and the call gets a card.
 """
 
+# Tested by: tests/integration/threads/test_review_desk.py - through the runtime's agent
+
 from __future__ import annotations
 
 import logging

@@ -1,6 +1,8 @@
 """Refusals shared by the thread service's verbs: a database or bus that does not answer, and a
 malformed thread id."""
 
+# Tested by: tests/integration/app/test_faults.py - the locked database refusal
+
 from __future__ import annotations
 
 import functools

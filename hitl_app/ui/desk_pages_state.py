@@ -1,5 +1,7 @@
 """State of the Grants page (``/grants``) and the Metrics page (``/metrics``)."""
 
+# Tested by: tests/e2e/test_review_desk.py
+
 from __future__ import annotations
 
 from typing import Any
