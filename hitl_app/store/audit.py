@@ -99,6 +99,30 @@ def _deciders(value: list[dict[str, str]] | None) -> str:
     return "; ".join(parts)
 
 
+def _audit_row(r: AuditRecord, title: str | None) -> AuditRow:
+    """One audit record as a row of the Audit page (times ISO text, arguments JSON text)."""
+    return AuditRow(
+        thread_id=r.thread_id,
+        thread_title=title or "",
+        interrupt_id=r.interrupt_id,
+        action_index=r.action_index,
+        tool_call_id=r.tool_call_id or "",
+        tool_name=r.tool_name,
+        decision_type=r.decision_type,
+        args_proposed=json.dumps(r.args_proposed, ensure_ascii=False, sort_keys=True),
+        args_executed="" if r.args_executed is None else json.dumps(r.args_executed, ensure_ascii=False, sort_keys=True),
+        message=r.message or "",
+        reviewer=r.reviewer,
+        requested_at=_iso(r.requested_at),
+        decided_at=_iso(r.decided_at),
+        waited_seconds=round(r.waited_seconds, 3),
+        checkpoint_id=r.checkpoint_id or "",
+        reviewer_id=r.reviewer_id or "",
+        reviewer_role=r.reviewer_role or "",
+        deciders=_deciders(r.deciders),
+    )
+
+
 async def list_decisions(
     *,
     engine: AsyncEngine,
@@ -139,29 +163,7 @@ async def list_decisions(
         stmt = stmt.where(AuditRecord.decision_type == decision_type)
     async with AsyncSession(engine) as session:
         rows = (await session.exec(stmt)).all()
-    return [
-        AuditRow(
-            thread_id=r.thread_id,
-            thread_title=title or "",
-            interrupt_id=r.interrupt_id,
-            action_index=r.action_index,
-            tool_call_id=r.tool_call_id or "",
-            tool_name=r.tool_name,
-            decision_type=r.decision_type,
-            args_proposed=json.dumps(r.args_proposed, ensure_ascii=False, sort_keys=True),
-            args_executed="" if r.args_executed is None else json.dumps(r.args_executed, ensure_ascii=False, sort_keys=True),
-            message=r.message or "",
-            reviewer=r.reviewer,
-            requested_at=_iso(r.requested_at),
-            decided_at=_iso(r.decided_at),
-            waited_seconds=round(r.waited_seconds, 3),
-            checkpoint_id=r.checkpoint_id or "",
-            reviewer_id=r.reviewer_id or "",
-            reviewer_role=r.reviewer_role or "",
-            deciders=_deciders(r.deciders),
-        )
-        for r, title in rows
-    ]
+    return [_audit_row(r, title) for r, title in rows]
 
 
 def to_json(*, rows: list[AuditRow]) -> str:
