@@ -43,7 +43,7 @@ class CardEditMixin(rx.State, mixin=True):
 
     def _open_editor(self, index: int) -> None:
         """Open ``index``'s editor on its draft (kept from before), its checked edit, or the proposal."""
-        card = self.cards[index]  # type: ignore[has-type]
+        card = self.cards[index]
         review = self._review()  # type: ignore[attr-defined]
         proposed = review.action_requests[index].args if review else {}
         draft = card_edit.plain(self._drafts.get(index) or self._edited.get(index) or proposed)  # type: ignore[attr-defined]
@@ -84,6 +84,10 @@ class CardEditMixin(rx.State, mixin=True):
     @rx.event
     def set_json(self, index: int, text: str) -> None:
         """The JSON editor's text (debounced, and on leaving it): the draft follows when it parses."""
+        self._set_json(index, text)
+
+    def _set_json(self, index: int, text: str) -> None:
+        """``set_json``'s work, for the other handlers to call (to mypy an ``@rx.event`` is not a plain method)."""
         if (found := self._editing(index)) is not None:
             card, draft, proposed = found
             self._store(card, card_edit.set_json(card, draft, proposed, text))
@@ -117,7 +121,7 @@ class CardEditMixin(rx.State, mixin=True):
         except ReviewError as exc:
             self._set(index, edit_error=exc.message, mode="json", draft_json=text)  # type: ignore[attr-defined]
             return
-        self.set_json(index, text)
+        self._set_json(index, text)
         self._check_and_close(index, args)
 
     def _check_and_close(self, index: int, args: dict[str, Any]) -> None:
