@@ -155,7 +155,9 @@ class ThreadService(ReviewClaims):
             owner_id = thread_owner or str(viewer.account_id)
             raw_cards = await self._cards(view.pending, owner_id)
             view, cards = await self.desk.decorate(view, raw_cards, viewer, owner_id), card_statuses(raw_cards, viewer)
-        return view.model_copy(update={"cards": cards, "read_only": not is_owner, "owner": thread_owner or str(viewer.account_id)})
+        return view.model_copy(
+            update={"cards": cards, "read_only": not is_owner, "owner": thread_owner or str(viewer.account_id)}
+        )
 
     async def list_threads(self, *, owner: str | None, limit: int = 50) -> list[ThreadSummary]:
         """Threads of ``owner``, most recently active first (after any run's index rows are written)."""

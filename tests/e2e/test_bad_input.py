@@ -8,7 +8,18 @@ import json
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import cards, edit_json, messages, open_new_thread, open_workspace, own_sandbox, paste, reply_to, send, wait_idle
+from tests.e2e.ui import (
+    cards,
+    edit_json,
+    messages,
+    open_new_thread,
+    open_workspace,
+    own_sandbox,
+    paste,
+    reply_to,
+    send,
+    wait_idle,
+)
 from tests.helpers.app_server import AppServer
 
 XSS_MARKERS = "window.__xss"

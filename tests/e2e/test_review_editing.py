@@ -31,7 +31,9 @@ from tests.e2e.ui import (
 from tests.helpers.app_server import AppServer
 
 
-def test_json_editor_flags_schema_errors_at_the_line_shows_the_diff_and_the_thread_shows_what_ran(page: Page, app_server: AppServer):
+def test_json_editor_flags_schema_errors_at_the_line_shows_the_diff_and_the_thread_shows_what_ran(
+    page: Page, app_server: AppServer
+):
     open_new_thread(page, app_server)
     send(page, "email alice@example.com about the report: it is ready")
     first = card(page, 0)
@@ -209,7 +211,11 @@ def test_screenshots_of_risk_badge_previews_and_keyboard_focus(browser: Browser,
     page = watched_page(context)
     try:
         open_new_thread(page, app_server)
-        send(page, "pay 500 to Bob and write notes/x.txt: hello world and sql: update records set amount = amount * 2 where category = 'food'")
+        send(
+            page,
+            "pay 500 to Bob and write notes/x.txt: hello world and "
+            "sql: update records set amount = amount * 2 where category = 'food'",
+        )
         expect(card(page, 0)).to_be_focused()
         SHOTS.mkdir(parents=True, exist_ok=True)
         shoot_at(page, card(page, 0), f"desk-{size}-risk")

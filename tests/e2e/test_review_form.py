@@ -74,7 +74,9 @@ def test_edit_through_the_form_enum_number_nested_and_list(page: Page, shipping_
 
     diff = card(page, 0).get_by_test_id("edit-diff-row")
     kinds = {row.get_attribute("data-field"): row.get_attribute("data-kind") for row in diff.all()}
-    assert kinds == {"recipient.name": "changed", "speed": "changed", "weight_kg": "changed", "lines.0.qty": "changed", "lines.1": "added"}
+    assert kinds == {
+        "recipient.name": "changed", "speed": "changed", "weight_kg": "changed", "lines.0.qty": "changed", "lines.1": "added"
+    }
     card(page, 0).get_by_test_id("edit-check").click()
     expect(card(page, 0).get_by_test_id("edit-check")).to_have_count(0)
     page.get_by_test_id("submit-decisions").click()
@@ -98,7 +100,10 @@ def test_form_and_json_edit_the_same_draft(page: Page, shipping_app: AppServer):
     card(page, 0).get_by_test_id("edit-mode-json").click()
     text = card(page, 0).get_by_test_id("edit-json").locator(".cm-content")
     expect(text).to_contain_text('"name": "Carol"')
-    edit_json(card(page, 0), json.dumps({"recipient": {"name": "Dan"}, "speed": "economy", "weight_kg": 1, "insured": True, "lines": []}))
+    edit_json(
+        card(page, 0),
+        json.dumps({"recipient": {"name": "Dan"}, "speed": "economy", "weight_kg": 1, "insured": True, "lines": []}),
+    )
     card(page, 0).get_by_test_id("edit-mode-form").click()  # leaving the editor sends the text
     expect(form_field(form, "recipient.name")).to_have_value("Dan")
     expect(form_field(form, "speed")).to_have_value("economy")

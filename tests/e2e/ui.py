@@ -167,7 +167,8 @@ def edit_json(scope: Locator, text: str) -> None:
 
 def form_field(scope: Locator, path: str) -> Locator:
     """The input (text input, text area, select or checkbox) of the form field at ``path``."""
-    return scope.locator(f"[data-testid=edit-form-field][data-field='{path}']").locator("input, textarea, select, button[role=checkbox]").first
+    field = scope.locator(f"[data-testid=edit-form-field][data-field='{path}']")
+    return field.locator("input, textarea, select, button[role=checkbox]").first
 
 
 def axe_problems(page: Page) -> list[str]:

@@ -204,14 +204,19 @@ def _diff_row(line: DiffLine) -> rx.Component:
     return rx.box(
         rx.hstack(
             rx.code(line.path, variant="ghost", style={"wordBreak": "break-all"}),
-            rx.badge(line.kind, color_scheme=rx.match(line.kind, ("added", "green"), ("removed", "red"), "blue"), variant="soft", high_contrast=True),
+            rx.badge(
+                line.kind, color_scheme=rx.match(line.kind, ("added", "green"), ("removed", "red"), "blue"), variant="soft",
+                high_contrast=True,
+            ),
             spacing="2",
             align="center",
             min_width="10rem",
         ),
         rx.box(
-            rx.cond(line.kind != "added", rx.el.span(line.before, aria_label="proposed: " + line.before,
-                                                     style={**value, "textDecoration": "line-through", "color": "var(--red-11)"})),
+            rx.cond(line.kind != "added", rx.el.span(
+                line.before, aria_label="proposed: " + line.before,
+                style={**value, "textDecoration": "line-through", "color": "var(--red-11)"},
+            )),
             rx.cond(line.kind == "changed", rx.el.span(" → ", aria_hidden="true", style={"color": theme.MUTED})),
             rx.cond(line.kind != "removed", rx.el.span(line.after, aria_label="edited: " + line.after,
                                                        style={**value, "color": "var(--green-11)"})),

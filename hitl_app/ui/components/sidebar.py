@@ -37,7 +37,10 @@ def _thread_link(row: ThreadRow, in_menu: bool = False) -> rx.Component:
                 min_width="0",
                 overflow="hidden",
             ),
-            rx.cond(row.pending, rx.badge("review", color_scheme="amber", high_contrast=True, flex_shrink="0", data_testid="pending-badge")),
+            rx.cond(
+                row.pending,
+                rx.badge("review", color_scheme="amber", high_contrast=True, flex_shrink="0", data_testid="pending-badge"),
+            ),
             align="center",
             spacing="2",
             width="100%",

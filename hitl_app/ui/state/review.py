@@ -23,8 +23,8 @@ from hitl_app.threads.decide import BrowserPerson
 from hitl_app.threads.previews import effect_previews
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import CardStatus
-from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui import card_edit
+from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui.rows import CardRow, apply_status, card_rows
 from hitl_app.ui.state.card_editing import CardEditMixin
 from hitl_app.ui.state.chat import ChatState

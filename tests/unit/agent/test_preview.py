@@ -14,7 +14,10 @@ from hitl_app.store.owners import OwnerSpace
 def _db(path: Path) -> Path:
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE records (id INTEGER PRIMARY KEY, name TEXT, category TEXT, amount REAL)")
-        conn.executemany("INSERT INTO records (name, category, amount) VALUES (?, ?, ?)", [("a", "food", 1), ("b", "food", 2), ("c", "tools", 3)])
+        conn.executemany(
+            "INSERT INTO records (name, category, amount) VALUES (?, ?, ?)",
+            [("a", "food", 1), ("b", "food", 2), ("c", "tools", 3)],
+        )
     return path
 
 
@@ -59,4 +62,5 @@ def test_sql_preview_keeps_the_write_guards(tmp_path):
 def test_only_write_file_and_execute_sql_have_previews(tmp_path):
     space = OwnerSpace(key="k", files_dir=tmp_path, demo_db=tmp_path / "none.sqlite")
     assert preview_call(space, "send_email", {"to": "a@b.co"}, ToolLimits()) is None
-    assert preview_call(space, "execute_sql", {"query": "delete from records"}, ToolLimits()).note == "The demo database does not exist yet."
+    preview = preview_call(space, "execute_sql", {"query": "delete from records"}, ToolLimits())
+    assert preview.note == "The demo database does not exist yet."

@@ -29,7 +29,9 @@ def test_risk_and_note_are_read_and_checked():
 
 def test_policy_file_risk_keys_and_the_default_policy(tmp_path):
     path = tmp_path / "p.toml"
-    path.write_text('[tools.delete_file]\nallowed_decisions = ["approve", "reject"]\nrisk = "medium"\nrisk_note = "Files are gone"\n')
+    path.write_text(
+        '[tools.delete_file]\nallowed_decisions = ["approve", "reject"]\nrisk = "medium"\nrisk_note = "Files are gone"\n'
+    )
     assert risks_by_tool(load_policy_toml(path)) == {"delete_file": ToolRisk("medium", "Files are gone")}
     path.write_text('[tools.delete_file]\nallowed_decisions = ["approve"]\nrisk = 3\n')
     with pytest.raises(PolicyError, match=r"\[tools.delete_file\] risk: must be one of"):

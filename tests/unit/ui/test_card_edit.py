@@ -56,7 +56,8 @@ def test_form_edits_show_the_diff_and_bad_numbers_stop_check_edit():
     assert {r.path: r.error for r in card.form}["weight"] == "must be a number"
     draft = card_edit.set_field(card, draft, PROPOSED, "weight", "4")
     args, problem = card_edit.finish_problem(card, draft)
-    assert problem == "" and args == {"to": "alice", "speed": "fast", "weight": 4.0, "lines": [{"sku": "A", "qty": 3}, {"sku": "B", "qty": 1}]}
+    assert problem == ""
+    assert args == {"to": "alice", "speed": "fast", "weight": 4.0, "lines": [{"sku": "A", "qty": 3}, {"sku": "B", "qty": 1}]}
 
 
 def test_json_text_drives_the_same_draft_and_bad_text_is_named_in_the_servers_words():

@@ -68,8 +68,12 @@ def test_an_edit_in_the_thread_says_what_changed():
     from hitl_app.ui.rows import audit_line
 
     when = datetime(2026, 1, 2, 14, 3, tzinfo=UTC)
-    edited = AuditEntry("c1", "send_email", "edit", "Dana", when, 120.0, None, args_proposed={"to": "alice@example.com", "subject": "s"},
-                        args_executed={"to": "bob@example.com", "subject": "s"})
+    edited = AuditEntry(
+        "c1", "send_email", "edit", "Dana", when, 120.0, None,
+        args_proposed={"to": "alice@example.com", "subject": "s"}, args_executed={"to": "bob@example.com", "subject": "s"},
+    )
     assert audit_line(edited) == "edited by Dana: to: alice@example.com -> bob@example.com · 14:03 UTC, waited 2 min"
-    approved = AuditEntry("c2", "send_email", "approve", "Dana", when, 5.0, None, args_proposed={"to": "a"}, args_executed={"to": "a"})
+    approved = AuditEntry(
+        "c2", "send_email", "approve", "Dana", when, 5.0, None, args_proposed={"to": "a"}, args_executed={"to": "a"}
+    )
     assert audit_line(approved) == "approved by Dana, 14:03 UTC, waited 5 s"
