@@ -322,7 +322,7 @@ async def test_audit_record_fields(service):
     audit = await service.audit_for_thread(t)
     from hitl_app.ui.rows import audit_line
 
-    assert audit_line(audit[edit.tool_call_id]).startswith("edited by Dana, ")
+    assert audit_line(audit[edit.tool_call_id]).startswith("edited by Dana: to: eve@example.com -> fox@example.com · ")
     assert audit_line(audit[reject.tool_call_id]).startswith("rejected by Dana, ")
     assert_pairing(await messages(service, t))
 
