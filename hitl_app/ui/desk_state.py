@@ -5,7 +5,7 @@ countdowns tick in the page (``assets/js/countdown.js``) from the server's times
 epoch milliseconds of the server clock, ``server_now_ms`` when the view was read.
 """
 
-# Tested by: tests/e2e/test_review_desk.py
+# Tested by: tests/e2e/test_review_desk_browser.py
 
 from __future__ import annotations
 

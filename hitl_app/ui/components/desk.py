@@ -5,7 +5,7 @@ next to an approval, test id ``grant-scope``) and ``undo_bar`` (``"Running in 10
 test id ``undo``). Kept apart from the card itself (``approval_card``), which shows them.
 """
 
-# Tested by: tests/e2e/test_review_desk.py
+# Tested by: tests/e2e/test_review_desk_browser.py
 
 from __future__ import annotations
 

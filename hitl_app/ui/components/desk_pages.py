@@ -1,6 +1,6 @@
 """The Grants page (``/grants``) and the Metrics page (``/metrics``)."""
 
-# Tested by: tests/e2e/test_review_desk.py
+# Tested by: tests/e2e/test_review_desk_browser.py
 
 from __future__ import annotations
 
