@@ -14,11 +14,16 @@ import reflex as rx
 from reflex import constants
 from reflex.utils import prerequisites
 
+from hitl_app.auth.http import auth_app
 from hitl_app.errors import StartupError
 from hitl_app.http_headers import SecurityHeaders
 from hitl_app.logsafe import log_frontend_report, quiet_noisy_loggers
-from hitl_app.runtime import open_runtime
+from hitl_app.runtime import get_runtime, open_runtime
+from hitl_app.ui.admin_state import AdminState
 from hitl_app.ui.audit_state import AuditState
+from hitl_app.ui.auth_pages import invite_page, sign_in_page
+from hitl_app.ui.auth_state import AuthState
+from hitl_app.ui.components.admin import admin_page
 from hitl_app.ui.components.audit import audit_page
 from hitl_app.ui.components.desk_pages import grants_page, metrics_page
 from hitl_app.ui.components.shortcuts import REVIEW_KEYS_JS_SRC
@@ -65,6 +70,12 @@ def _static_dir() -> Path:
     return (prerequisites.get_web_dir() / constants.Dirs.STATIC / frontend_path).resolve()
 
 
+def account_routes():
+    """The sign-in, sign-out, first-run, invite and single sign-on routes (``hitl_app.auth.http``)
+    on the runtime's database."""
+    return auth_app(get_engine=lambda: get_runtime().engines.async_)
+
+
 def with_security_headers(asgi_app):
     """Wrap the whole backend (pages, static files, API routes) in ``SecurityHeaders``.
 
@@ -80,11 +91,14 @@ app = rx.App(
                      rx.el.script(src=REVIEW_KEYS_JS_SRC)],
     frontend_exception_handler=frontend_exception_handler,
     # the test-only probe routes (HITL_TEST_HOOKS=1) sit inside the security headers
-    api_transformer=[t for t in (probe_routes(), with_security_headers) if t is not None],
+    api_transformer=[t for t in (probe_routes(), account_routes(), with_security_headers) if t is not None],
 )
 app.register_lifespan_task(lifespan)
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
 app.add_page(thread_page, route="/thread/[thread_id]", on_load=ChatState.load_thread, title="hitl_app · chat")
+app.add_page(sign_in_page, route="/sign-in", on_load=AuthState.load_sign_in, title="hitl_app · sign in")
+app.add_page(invite_page, route="/invite/[token]", on_load=AuthState.load_invite, title="hitl_app · join")
+app.add_page(admin_page, route="/admin", on_load=AdminState.load, title="hitl_app · accounts")
 app.add_page(audit_page, route="/audit", on_load=AuditState.load, title="hitl_app · audit")
 app.add_page(grants_page, route="/grants", on_load=GrantsState.load, title="hitl_app · grants")
 app.add_page(metrics_page, route="/metrics", on_load=MetricsState.load, title="hitl_app · metrics")

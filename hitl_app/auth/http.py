@@ -7,6 +7,8 @@ mounts its own app beneath it). Routes (each takes an HTML form or JSON):
 - ``POST /auth/first-run`` (email, name, password): creates the admin account while none exists.
 - ``POST /auth/invite`` (token, name, password): accepts an invite.
 - ``POST /auth/sign-out`` (everywhere=1 to end every session of the account): clears the cookie.
+- ``POST /auth/change-password`` (current, password): the signed-in account's own password (also a
+  temporary one, which must be changed before anything else); its other sessions end.
 - ``GET /auth/oidc/login`` and ``GET /auth/oidc/callback``: single sign-on (404 when not configured).
 
 Forms get a 303 redirect: to ``next`` (a same-site path) on success, or to the sign-in page with
@@ -31,7 +33,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from sqlalchemy.ext.asyncio import AsyncEngine
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from hitl_app.auth import accounts, sessions
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 
 SESSION_COOKIE = "hitl_session"
 OIDC_COOKIE = "hitl_oidc"
+CALLBACK_PATH = "/auth/oidc/callback"
 COOKIE_MAX_AGE = int(timedelta(days=400).total_seconds())
 """The browser may keep the cookie long; the server decides (sliding expiry of the session row)."""
 
@@ -56,9 +59,18 @@ ERROR_MESSAGES = {
     "taken": accounts.EMAIL_TAKEN,
     "invite": accounts.INVITE_INVALID,
     "setup": accounts.SETUP_DONE,
+    "current": "The current password is wrong",
+    "same": "Choose a new password that differs from the current one",
     "invalid": "That did not work; check the form and try again",
 }
 """``?error=`` codes of the form redirects and the sentence to show (``locked`` takes ``minutes``)."""
+
+
+_CONTINUE_PAGE = (
+    '<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={path}">'
+    '<title>Signed in</title></head><body><p>Signed in. <a href="{path}">Continue</a></p></body></html>'
+)
+"""The answer of a completed single sign-on: the browser goes on to ``path`` by itself."""
 
 
 def session_token_from_cookie_header(header: str | None) -> str:
@@ -90,6 +102,8 @@ def _error_code(exc: AuthError) -> tuple[str, int]:
     if isinstance(exc, OidcError):
         return "sso", 400
     known = {text: code for code, text in ERROR_MESSAGES.items()}
+    if str(exc).startswith("Choose a new password"):
+        return "same", 400
     return known.get(str(exc), "invalid"), 400
 
 
@@ -100,15 +114,32 @@ def _safe_next(value: Any) -> str:
     return text
 
 
+def _callback_url(request: Request) -> str:
+    """This app's single sign-on callback URL, from the request's own scheme and host.
+
+    Not ``url_for``: mounted under Reflex's top app, the router in the request scope is Reflex's.
+    """
+    return str(request.url.replace(path=CALLBACK_PATH, query="", fragment=""))
+
+
 def _is_https(request: Request) -> bool:
     return request.url.scheme == "https"
 
 
 def _same_site(request: Request) -> bool:
+    """False for a request another site made the browser send (no sign-in or sign-out from there).
+
+    Browsers send ``Origin`` on every POST; it is ``null`` for a form post under the app's
+    ``Referrer-Policy: no-referrer``, and then ``Sec-Fetch-Site`` (sent by current browsers) decides.
+    A request with neither header is a non-browser client and is let through.
+    """
     origin = request.headers.get("origin")
-    if not origin:  # non-browser clients; browsers send Origin on every cross-origin POST
-        return True
-    return urlsplit(origin).hostname == request.url.hostname
+    if origin and origin != "null":
+        return urlsplit(origin).hostname == request.url.hostname
+    fetch_site = request.headers.get("sec-fetch-site")
+    if fetch_site is not None:
+        return fetch_site in ("same-origin", "none")
+    return origin is None
 
 
 async def _fields(request: Request) -> tuple[dict[str, str], bool]:
@@ -219,12 +250,30 @@ class AuthRoutes:
         response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict", secure=_is_https(request))
         return response
 
+    async def change_password(self, request: Request) -> Response:
+        """POST /auth/change-password: the signed-in account's own password (``current``, ``password``)."""
+        async def act(f: dict[str, str], client: str) -> str:
+            token = request.cookies.get(SESSION_COOKIE, "")
+            who = await sessions.resolve_session(engine=self.get_engine(), token=token, config=self.config)
+            if who is None:
+                raise WrongCredentials()
+            try:
+                await accounts.change_password(
+                    engine=self.get_engine(), account_id=who.account_id, current_password=f.get("current", ""),
+                    new_password=f.get("password", ""), keep_token=token,
+                )
+            except WrongCredentials:
+                raise AuthError(ERROR_MESSAGES["current"]) from None
+            return token
+
+        return await self._form_action(request, act)
+
     async def oidc_login(self, request: Request) -> Response:
         """``GET /auth/oidc/login``: redirects to the provider (404 when single sign-on is not configured)."""
         if self.oidc is None:
             return JSONResponse({"error": "Single sign-on is not configured"}, status_code=404)
         try:
-            login = await self.oidc.begin(redirect_uri=str(request.url_for("oidc_callback")))
+            login = await self.oidc.begin(redirect_uri=_callback_url(request))
         except AuthError as exc:
             log.warning("single sign-on: %s", exc.__cause__ or exc)
             return self._fail(exc, as_json=False)
@@ -246,7 +295,7 @@ class AuthRoutes:
                 raise OidcError(f"the provider answered {q.get('error', 'without a code')}")
             identity = await self.oidc.finish(
                 code=q["code"], state=q.get("state", ""), expected_state=state, nonce=nonce,
-                code_verifier=verifier, redirect_uri=str(request.url_for("oidc_callback")),
+                code_verifier=verifier, redirect_uri=_callback_url(request),
             )
             client = request.client.host if request.client else ""
             token = await sign_in_oidc(engine=self.get_engine(), identity=identity, client=client, config=self.config)
@@ -254,7 +303,11 @@ class AuthRoutes:
             log.warning("single sign-on refused: %s (%s)", exc, exc.__cause__)
             response = self._fail(exc, as_json=False)
         else:
-            response = self._ok(request, token, False, self.after_sign_in)
+            # not a redirect: a navigation that started at the provider's site is cross-site, and the
+            # browser would leave the SameSite=Strict cookie off the redirected request; this page's
+            # own refresh is same-site, so the first page load is already signed in
+            response = HTMLResponse(_CONTINUE_PAGE.format(path=self.after_sign_in))
+            _set_session_cookie(response, request, token)
         response.delete_cookie(OIDC_COOKIE, path="/auth/oidc", httponly=True, samesite="lax", secure=_is_https(request))
         return response
 
@@ -278,8 +331,9 @@ def auth_routes(
         Route("/auth/first-run", h.first_run, methods=["POST"]),
         Route("/auth/invite", h.accept_invite, methods=["POST"]),
         Route("/auth/sign-out", h.sign_out, methods=["POST"]),
+        Route("/auth/change-password", h.change_password, methods=["POST"]),
         Route("/auth/oidc/login", h.oidc_login, methods=["GET"]),
-        Route("/auth/oidc/callback", h.oidc_callback, methods=["GET"], name="oidc_callback"),
+        Route(CALLBACK_PATH, h.oidc_callback, methods=["GET"], name="oidc_callback"),
     ]
 
 

@@ -1,4 +1,4 @@
-"""State of the audit page: this browser's decisions, filters, and the CSV/JSON exports."""
+"""State of the audit page: the decisions the signed-in person may see, filters, and the CSV/JSON exports."""
 
 # Tested by: tests/e2e/test_audit.py
 
@@ -8,9 +8,11 @@ from datetime import UTC, datetime
 
 import reflex as rx
 
+from hitl_app.auth import Principal
 from hitl_app.runtime import get_runtime
 from hitl_app.store import audit
 from hitl_app.ui.state import SessionState
+from hitl_app.ui.state.session import sign_in_redirect
 
 ANY = "any"
 """The select value meaning "no filter" (Radix selects cannot hold an empty value)."""
@@ -34,7 +36,7 @@ def thread_choices(rows: list[audit.AuditRow]) -> list[list[str]]:
 
 
 class AuditState(SessionState):
-    """All decisions on this browser's threads, newest first, filtered by thread, tool, decision."""
+    """The decisions the signed-in person may see, newest first, filtered by thread, tool, decision."""
 
     rows: list[audit.AuditRow] = []
     thread_options: list[str] = [ANY]
@@ -62,52 +64,65 @@ class AuditState(SessionState):
         """The Decision filter's options as ``[value, label]`` pairs."""
         return [[d, "any decision" if d == ANY else d] for d in self.decision_options]
 
-    async def _query(self) -> list[audit.AuditRow]:
+    async def _query(self, viewer: Principal) -> list[audit.AuditRow]:
         return await audit.list_decisions(
             engine=get_runtime().engines.async_,
-            owner=self.browser_id,
+            viewer=viewer,
             thread_id="" if self.thread_filter == ANY else self.thread_filter,
             tool_name="" if self.tool_filter == ANY else self.tool_filter,
             decision_type="" if self.decision_filter == ANY else self.decision_filter,
         )
 
+    async def _viewer(self) -> Principal | None:
+        """The signed-in account; None (and the rows emptied) when signed out."""
+        who = await self.require_principal()
+        if who is None:
+            self.rows = []
+        return who
+
     @rx.event
-    async def load(self) -> None:
-        """on_load of /audit: the options from all of this browser's decisions, then the rows."""
+    async def load(self):
+        """on_load of /audit: the options from all of the account's decisions, then the rows."""
         self._ensure_identity()
+        if (viewer := await self._viewer()) is None:
+            return sign_in_redirect()
         try:
-            everything = await audit.list_decisions(engine=get_runtime().engines.async_, owner=self.browser_id)
+            everything = await audit.list_decisions(engine=get_runtime().engines.async_, viewer=viewer)
         except Exception as exc:  # noqa: BLE001 - shown on the page
             self.error = f"Could not read the audit trail: {type(exc).__name__}"
-            return
+            return None
         self.thread_choices = thread_choices(everything)
         self.thread_options = [value for value, _ in self.thread_choices]
         self.tool_options = [ANY, *sorted({r.tool_name for r in everything})]
         for name, options in (("thread_filter", self.thread_options), ("tool_filter", self.tool_options)):
             if getattr(self, name) not in options:
                 setattr(self, name, ANY)
-        self.rows = await self._query()
+        self.rows = await self._query(viewer)
         self.error = ""
+        return None
 
-    async def _set_filter(self, name: str, value: str, options: list[str]) -> None:
+    async def _set_filter(self, name: str, value: str, options: list[str]):
+        if (viewer := await self._viewer()) is None:
+            return sign_in_redirect()
         if isinstance(value, str) and value in options:
             setattr(self, name, value)
-            self.rows = await self._query()
+            self.rows = await self._query(viewer)
+        return None
 
     @rx.event
-    async def set_thread_filter(self, value: str) -> None:
+    async def set_thread_filter(self, value: str):
         """Filter by thread id (``any`` = all threads)."""
-        await self._set_filter("thread_filter", value, self.thread_options)
+        return await self._set_filter("thread_filter", value, self.thread_options)
 
     @rx.event
-    async def set_tool_filter(self, value: str) -> None:
+    async def set_tool_filter(self, value: str):
         """Filter by tool name."""
-        await self._set_filter("tool_filter", value, self.tool_options)
+        return await self._set_filter("tool_filter", value, self.tool_options)
 
     @rx.event
-    async def set_decision_filter(self, value: str) -> None:
+    async def set_decision_filter(self, value: str):
         """Filter by decision type."""
-        await self._set_filter("decision_filter", value, self.decision_options)
+        return await self._set_filter("decision_filter", value, self.decision_options)
 
     def _filename(self, ext: str) -> str:
         return f"hitl-audit-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.{ext}"
@@ -115,11 +130,15 @@ class AuditState(SessionState):
     @rx.event
     async def export_csv(self):
         """Download exactly the filtered rows as CSV (queried again, not taken from the page)."""
-        rows = await self._query()
+        if (viewer := await self._viewer()) is None:
+            return sign_in_redirect()
+        rows = await self._query(viewer)
         return rx.download(data=audit.to_csv(rows=rows), filename=self._filename("csv"))
 
     @rx.event
     async def export_json(self):
         """Download exactly the filtered rows as JSON."""
-        rows = await self._query()
+        if (viewer := await self._viewer()) is None:
+            return sign_in_redirect()
+        rows = await self._query(viewer)
         return rx.download(data=audit.to_json(rows=rows), filename=self._filename("json"))

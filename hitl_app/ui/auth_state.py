@@ -1,4 +1,4 @@
-"""Who is signed in, read on the server on every event (not registered in the app yet).
+"""Who is signed in, read on the server on every event; the state of the sign-in pages.
 
 The session token sits in an HttpOnly cookie that the browser's scripts cannot read. Reflex 0.10
 copies the websocket handshake's headers into ``self.router.headers`` for every event (the
@@ -27,35 +27,28 @@ async def current_principal(state: rx.State) -> Principal | None:
 
 
 class AuthState(rx.State):
-    """What the sign-in pages and the user menu show."""
+    """What the sign-in, change-password and invite pages show."""
 
     display_name: str = ""
-    role: str = ""
-    signed_in: bool = False
     first_run: bool = False
+    must_change: bool = False
     sso_enabled: bool = False
     error: str = ""
     invite_token: str = ""
 
     @rx.event
     async def load_sign_in(self):
-        """On load of /sign-in: first-run form or sign-in form, the error of a failed post."""
-        if await current_principal(self) is not None:
+        """On load of /sign-in: the first-run form, the sign-in form, or (signed in with a temporary
+        password) the change-password form; and the error of a failed post."""
+        who = await current_principal(self)
+        if who is not None and not who.must_change_password:
             return rx.redirect("/")
+        self.must_change = who is not None
+        self.display_name = who.display_name if who is not None else ""
         q = self.router.url.query_parameters
         self.error = error_message(str(q.get("error", "")), str(q.get("minutes", "")))
         self.first_run = await first_run_needed(engine=get_runtime().engines.async_)
         self.sso_enabled = OidcSettings.from_settings() is not None
-        return None
-
-    @rx.event
-    async def require_sign_in(self):
-        """On load of any other page: go to /sign-in unless signed in; fill the user menu."""
-        who = await current_principal(self)
-        self.signed_in = who is not None
-        self.display_name, self.role = (who.display_name, who.role.value) if who else ("", "")
-        if who is None:
-            return rx.redirect("/sign-in")
         return None
 
     @rx.event

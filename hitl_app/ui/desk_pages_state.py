@@ -9,11 +9,10 @@ from typing import Any
 import reflex as rx
 
 from hitl_app.runtime import get_runtime
-from hitl_app.threads.decide import BrowserPerson
 from hitl_app.threads.metrics import OUTCOMES, PERIOD_DAYS, review_metrics
 from hitl_app.threads.types import ThreadError
 from hitl_app.ui.rows import humanize_wait
-from hitl_app.ui.state.session import SessionState, reviewer_name
+from hitl_app.ui.state.session import SessionState, sign_in_redirect
 
 
 def _when(value: Any) -> str:
@@ -26,15 +25,13 @@ class GrantsState(SessionState):
     rows: list[dict[str, Any]] = []
     error: str = ""
 
-    def _person(self) -> BrowserPerson:
-        return BrowserPerson(self.browser_id, reviewer_name(self.reviewer) or "anonymous")
-
     @rx.event
     async def load(self):
         """Read the grants (the server decides which this person sees)."""
-        if not self.browser_id:
-            self._ensure_identity()
-        rows = await get_runtime().service.desk.list_grants(self._person())
+        if (person := await self.require_principal()) is None:
+            self.rows = []
+            return sign_in_redirect()
+        rows = await get_runtime().service.desk.list_grants(person)
         self.rows = [
             {
                 "id": r.id, "granted_by": r.granted_by, "scope": r.scope, "tool": r.tool, "args": r.args,
@@ -44,12 +41,16 @@ class GrantsState(SessionState):
             }
             for r in rows
         ]
+        return None
 
     @rx.event
     async def revoke(self, grant_id: int):
         """Revoke a grant (the server checks who may); the list is read again."""
+        if (person := await self.require_principal()) is None:
+            self.rows = []
+            return sign_in_redirect()
         try:
-            await get_runtime().service.desk.revoke(grant_id, self._person())
+            await get_runtime().service.desk.revoke(grant_id, person)
             self.error = ""
         except ThreadError as exc:
             self.error = exc.message
@@ -78,21 +79,22 @@ class MetricsState(SessionState):
     @rx.event
     async def load(self):
         """Read the metrics of the period (reviewers and admins; the server refuses others)."""
-        if not self.browser_id:
-            self._ensure_identity()
-        person = BrowserPerson(self.browser_id, reviewer_name(self.reviewer) or "anonymous")
+        if (person := await self.require_principal()) is None:
+            self.days, self.per_tool = [], []
+            return sign_in_redirect()
         runtime = get_runtime()
         try:
             async with runtime.service._session() as session:
                 m = await review_metrics(session=session, person=person, days=int(self.period))
         except (ThreadError, ValueError) as exc:
             self.error = getattr(exc, "message", "Pick a period.")
-            return
+            return None
         self.error = ""
         self.days = [{"day": str(d["day"])[5:], "reviews": d["reviews"]} for d in m.days]
         self.per_tool = m.per_tool
         self.median, self.p95 = humanize_wait(m.median_wait_s), humanize_wait(m.p95_wait_s)
         self.reviews = m.reviews
+        return None
 
     @rx.event
     async def set_period(self, value: str):

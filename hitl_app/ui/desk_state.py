@@ -15,10 +15,9 @@ import reflex as rx
 
 from hitl_app.review.grants import GrantError, GrantRequest
 from hitl_app.runtime import get_service
-from hitl_app.threads.decide import BrowserPerson
 from hitl_app.threads.desk_view import DeskView
 from hitl_app.threads.types import ThreadError
-from hitl_app.ui.state.session import SessionState, reviewer_name
+from hitl_app.ui.state.session import SessionState
 
 COUNTDOWN_JS_SRC = "/js/countdown.js"
 """Defines the page's countdown ticker (loaded in the page head)."""
@@ -107,7 +106,8 @@ class DeskState(SessionState):
         from hitl_app.ui.state.chat import ChatState
 
         chat = await self.get_state(ChatState)
-        person = BrowserPerson(self.browser_id, reviewer_name(self.reviewer) or "anonymous")
+        if (person := await self.require_principal()) is None:
+            return await chat._signed_out()
         service = get_service()
         try:
             await service.desk.undo(chat.tid, self._interrupt_id, person)

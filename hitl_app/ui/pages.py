@@ -8,7 +8,8 @@ import reflex as rx
 
 from hitl_app.ui import theme
 from hitl_app.ui.components.chat import composer, thread_column
-from hitl_app.ui.components.sidebar import mobile_menu, reviewer_box, sidebar
+from hitl_app.ui.components.sidebar import mobile_menu, sidebar
+from hitl_app.ui.components.user_menu import user_menu
 from hitl_app.ui.components.workspace import workspace_panel
 from hitl_app.ui.state import ChatState, ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
@@ -21,7 +22,7 @@ def index() -> rx.Component:
 
 def header() -> rx.Component:
     """Top bar of the chat column: on small screens the menu (threads, Audit, Workspace) and New chat;
-    the run status; the reviewer's name."""
+    the run status; the user menu."""
     return rx.hstack(
         mobile_menu(),
         rx.icon_button(
@@ -36,7 +37,7 @@ def header() -> rx.Component:
             rx.icon("folder-open", size=16), variant="ghost", on_click=WorkspaceState.toggle, display=["flex", "flex", "none"],
             aria_label="Workspace", data_testid="workspace-toggle-header"
         ),
-        reviewer_box(),
+        user_menu(),
         width="100%",
         align="center",
         padding="10px 16px",

@@ -264,3 +264,24 @@ def relative_time(when: datetime, now: datetime | None = None) -> str:
     if delta < 86400:
         return f"{delta / 3600:.0f} h ago"
     return f"{when:%Y-%m-%d}"
+
+
+def row_keys(rows: Any) -> list[tuple[str, ...]]:
+    """What identifies the look of message rows (equal keys: nothing to resend to the browser)."""
+    return [(r.key, r.role, r.text, r.tool_name, r.outcome, r.args_json, r.result, r.audit, r.proposed_json) for r in rows]
+
+
+def first_line(error: str | None) -> str:
+    """A run error as shown: its first line, at most 500 characters."""
+    return (error or "The run failed.").splitlines()[0][:500]
+
+
+def lock_reason(load_error: str, streaming: bool, status: str) -> str:
+    """Why the composer is locked, in plain words ("" when it is not)."""
+    if load_error:
+        return load_error
+    if streaming:
+        return "The agent is answering. Press Stop to end the run."
+    if status == "review":
+        return "The agent is waiting for your review above: decide every card, then submit."
+    return ""

@@ -1,11 +1,10 @@
-"""The workspace panel: what this browser's tools really did (outbox, files, records)."""
+"""The workspace panel: what the signed-in account's tools really did (outbox, files, records)."""
 
 # Tested by: tests/e2e/test_screens.py
 
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import reflex as rx
 
@@ -15,7 +14,7 @@ from hitl_app.store.owners import owner_space
 
 
 class WorkspaceState(rx.State):
-    """This browser's outbox mails, sandbox files and demo records, refreshed on demand and after each run."""
+    """The account's outbox mails, sandbox files and demo records, refreshed on demand and after each run."""
 
     open: bool = False
     mails: list[inspect.MailRow] = []
@@ -24,28 +23,27 @@ class WorkspaceState(rx.State):
     record_rows: list[list[str]] = []
 
     async def _owner(self) -> str | None:
-        """This browser's id, or None when it has none yet (then nothing is shown)."""
-        from hitl_app.ui.state import SessionState  # state.py imports this module
+        """The signed-in account's owner string, or None when signed out (then nothing is shown)."""
+        from hitl_app.ui.state.session import SessionState, owner_of  # state.py imports this module
 
-        owner = (await self.get_state(SessionState)).browser_id
-        try:
-            uuid.UUID(owner)
-        except (ValueError, TypeError, AttributeError):
-            return None
-        return owner
+        who = await (await self.get_state(SessionState)).require_principal()
+        return None if who is None else owner_of(who)
 
     @rx.event
-    async def refresh(self) -> None:
-        """Read this browser's outbox, files and records again."""
+    async def refresh(self):
+        """Read the account's outbox, files and records again (signed out: emptied, to sign-in)."""
+        from hitl_app.ui.state.session import sign_in_redirect
+
         owner = await self._owner()
         if owner is None:
             self.mails, self.file_rows, self.record_columns, self.record_rows = [], [], [], []
-            return
+            return sign_in_redirect()
         runtime = get_runtime()
         space = owner_space(files_root=runtime.settings.files_dir, demo_db_path=runtime.settings.demo_db_path, owner=owner)
         self.mails = await asyncio.to_thread(inspect.outbox, engine=runtime.engines.sync, owner=owner)
         self.file_rows = await asyncio.to_thread(inspect.files, root=space.files_dir)
         self.record_columns, self.record_rows = await asyncio.to_thread(inspect.records, db_path=space.demo_db)
+        return None
 
     @rx.event
     async def toggle(self):

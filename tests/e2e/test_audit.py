@@ -1,4 +1,4 @@
-"""The audit trail in the browser: the reviewer name, the line under each tool call, the audit
+"""The audit trail in the browser: the reviewer (the signed-in account), the line under each tool call, the audit
 page's filters and its CSV/JSON exports (downloaded and parsed)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import json
 from playwright.sync_api import Page, expect
 
 from tests.e2e.test_chat_flow import open_new_thread, send
+from tests.e2e.ui import sign_in_browser
 from tests.helpers.app_server import AppServer
 
 
@@ -30,11 +31,9 @@ def _download(page: Page, testid: str) -> str:
 
 
 def test_reviewer_name_audit_line_and_audit_page_filters_and_exports(page: Page, app_server: AppServer):
+    sign_in_browser(page, app_server, name="Dana")  # the reviewer named in the audit is the signed-in account
     open_new_thread(page, app_server)
-    page.get_by_test_id("reviewer-name").click()
-    page.get_by_test_id("reviewer-input").fill("Dana")
-    page.get_by_test_id("reviewer-save").click()
-    expect(page.get_by_test_id("reviewer-name")).to_contain_text("Dana")
+    expect(page.get_by_test_id("user-menu")).to_contain_text("Dana")
 
     send(page, "email quinn@example.com about audit: one and delete notes/old.txt")
     _decide(page, ["approve", "reject"])

@@ -15,6 +15,7 @@ from tests.e2e.ui import (
     own_sandbox,
     reply_to,
     send,
+    sign_in_browser,
     wait_idle,
 )
 from tests.helpers.app_server import AppServer
@@ -57,7 +58,7 @@ def test_edit_recipient_on_card_lands_in_outbox_and_survives_reload(page: Page, 
 
 def test_reload_keeps_the_review_and_another_browser_is_refused(page: Page, app_server: AppServer, other_browser):
     """C8: the card comes back after a reload and approving finishes the turn; a different browser
-    (its own localStorage id) opening the same URL is refused and cannot decide anything."""
+    (signed in as another account) opening the same URL is refused and cannot decide anything."""
     url = open_new_thread(page, app_server)
     send(page, "email carol@example.com about the reload: still here")
     expect(cards(page)).to_have_count(1)
@@ -67,6 +68,7 @@ def test_reload_keeps_the_review_and_another_browser_is_refused(page: Page, app_
     expect(page.locator("[data-testid=card-arg][data-key=to]")).to_contain_text("carol@example.com")
 
     stranger = other_browser()
+    sign_in_browser(stranger, app_server)  # another browser, signed in as another account
     stranger.goto(url)
     expect(stranger.get_by_test_id("load-error")).to_contain_text("This thread belongs to someone else")
     expect(stranger.get_by_test_id("approval-card")).to_have_count(0)

@@ -10,7 +10,7 @@ from playwright.sync_api import Page, expect
 
 from bench.seed import seed_long_thread
 from hitl_app.ui.rows import MESSAGE_PAGE
-from tests.e2e.ui import cards
+from tests.e2e.ui import cards, sign_in_browser
 from tests.helpers.app_server import AppServer
 
 
@@ -18,6 +18,7 @@ def test_long_thread_shows_latest_page_and_loads_earlier_ones(page: Page, app_se
     n = MESSAGE_PAGE + 30  # rows: n - 2 seeded history messages, the user's request, the model's reply with the tool call
     with ThreadPoolExecutor(1) as pool:  # its own event loop: Playwright's runs in this thread
         tid = pool.submit(seed_long_thread, app_server.data_dir, n).result(timeout=120)
+    sign_in_browser(page, app_server)  # the seeded thread has no owner: any signed-in account opens it
     page.goto(f"{app_server.url}/thread/{tid}")
     rows = page.locator("[data-testid=message]")
     expect(cards(page)).to_have_count(1)

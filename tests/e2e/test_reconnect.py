@@ -28,6 +28,7 @@ from tests.e2e.ui import (
     open_new_thread,
     send,
     shoot,
+    sign_in_browser,
     wait_idle,
 )
 from tests.helpers import app_db
@@ -124,10 +125,11 @@ def test_card_raised_while_the_socket_is_down_shows_after_reconnect(page: Page, 
     tid = url.rsplit("/", 1)[1]
     owner = browser_id(page)
     assert owner, "the page has no browser id"
+    session = sign_in_browser(page, paced_server).token  # the same account's other connection
     page.context.set_offline(True)
 
     async def raise_card() -> None:
-        async with WsClient(paced_server.url, browser_id=owner) as other:
+        async with WsClient(paced_server.url, browser_id=owner, session=session) as other:
             await other.load_thread(tid)
             await other.send("email dora@example.com about the drop: while offline")
             await other.wait_review(1)

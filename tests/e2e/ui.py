@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import re
 import time
+import uuid
 from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
 
-from tests.helpers.app_server import AppServer
+from tests.helpers import accounts
+from tests.helpers.app_server import AppServer, SignedIn
 
 THREAD_URL = re.compile(r".*/thread/[0-9a-f-]{36}$")
 THINKING = "Thinking…"
@@ -21,8 +23,26 @@ SHOTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "shots"
 """Screenshots for people to look at (gitignored)."""
 
 
+def sign_in_browser(page: Page, server: AppServer, *, role: str = "member", name: str = "") -> SignedIn:
+    """Sign the page's browser (its context) in on ``server`` as an account of its own.
+
+    The first call per context creates the account (``AppServer.sign_in`` with a fresh key: another
+    context is another person), signs it in through ``POST /auth/sign-in`` and puts the session
+    cookie in the context, as the sign-in form would. Later calls return the same account.
+    """
+    context = page.context
+    signed = getattr(context, "_hitl_signed_in", None)
+    if signed is None or signed[0] != server.url:
+        who = server.sign_in(str(uuid.uuid4()), role=role, name=name)
+        context.add_cookies([accounts.browser_cookie(server.url, who.token)])
+        signed = context._hitl_signed_in = (server.url, who)  # type: ignore[attr-defined]
+    return signed[1]
+
+
 def open_new_thread(page: Page, server: AppServer) -> str:
-    """Open ``/`` (which redirects to a new thread), wait for the composer; return the thread URL."""
+    """Sign the browser in (``sign_in_browser``), open ``/`` (which redirects to a new thread),
+    wait for the composer; return the thread URL."""
+    sign_in_browser(page, server)
     page.goto(server.url + "/")
     page.wait_for_url(THREAD_URL)
     expect(page.get_by_test_id("composer-input")).to_be_enabled()
@@ -137,16 +157,13 @@ def shoot(page: Page, name: str) -> Path:
 
 
 def own_sandbox(page: Page, server: AppServer) -> Path:
-    """The files sandbox this page's browser owns, ``<data>/files/<owner key>/`` (may not exist yet).
+    """The files sandbox this page's account owns, ``<data>/files/<owner key>/`` (may not exist yet).
 
-    The owner is the page's ``hitl_browser_id`` (read from localStorage after the app set it).
+    The owner is the account id of the browser's sign-in (``sign_in_browser``).
     """
-    import json
-
     from hitl_app.store.owners import owner_space
 
-    raw = page.evaluate("() => localStorage.getItem('hitl_browser_id')") or ""
-    owner = json.loads(raw) if raw.startswith('"') else raw
+    owner = str(sign_in_browser(page, server).account_id)
     data = server.data_dir
     return owner_space(files_root=data / "files", demo_db_path=data / "demo_records.sqlite", owner=owner).files_dir
 

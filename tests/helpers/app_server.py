@@ -8,6 +8,7 @@ on one port.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import signal
@@ -16,7 +17,10 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
+
+from tests.helpers import accounts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,6 +42,19 @@ def reflex_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env.setdefault("PYTHONUNBUFFERED", "1")
     env.update(extra or {})
     return env
+
+
+SERVERS: dict[str, AppServer] = {}
+"""Running servers by base URL: ``WsClient`` finds its server here to sign its browser in."""
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    """A test account signed in on a server: its id, email and session token."""
+
+    account_id: int
+    email: str
+    token: str
 
 
 class AppServer:
@@ -62,6 +79,21 @@ class AppServer:
         self.log_path = log_path or self.data_dir / "server.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.app_root: Path | None = None
+        self._signed_in: dict[str, SignedIn] = {}
+
+    async def asign_in(self, key: str, *, role: str = "member", name: str = "") -> SignedIn:
+        """A signed-in account for ``key`` (e.g. a simulated browser's id): created on first use
+        (email ``accounts.email_for(key)``), then signed in through the real route; cached per key."""
+        if key not in self._signed_in:
+            email = accounts.email_for(key)
+            account_id = await accounts.ensure_account(self.env, email, name=name or f"Tester {key[:6]}", role=role)
+            token = await asyncio.to_thread(accounts.sign_in, self.url, email)
+            self._signed_in[key] = SignedIn(account_id, email, token)
+        return self._signed_in[key]
+
+    def sign_in(self, key: str, *, role: str = "member", name: str = "") -> SignedIn:
+        """``asign_in`` for sync code (e2e tests)."""
+        return accounts.run_sync(self.asign_in(key, role=role, name=name))
 
     @property
     def url(self) -> str:
@@ -111,6 +143,7 @@ class AppServer:
                     if r.status == 200:
                         with urllib.request.urlopen(f"{self.url}/", timeout=5) as page:
                             if page.status == 200:
+                                SERVERS[self.url] = self
                                 return self
             except OSError:
                 pass
@@ -121,6 +154,7 @@ class AppServer:
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 20) -> None:
         """Stop the whole process group (``signal.SIGKILL`` simulates a crash)."""
+        SERVERS.pop(self.url, None)
         if self.proc is None:
             return
         try:

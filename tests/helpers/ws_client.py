@@ -62,6 +62,9 @@ class WsClient:
             reconnect of the same tab).
         browser_id: the ``hitl_browser_id`` localStorage value (thread owner); a new one by default.
         reviewer: the ``hitl_reviewer`` localStorage value ("" = anonymous).
+        session: the ``hitl_session`` cookie sent in the websocket handshake. None (default): the
+            tab signs in as the test account of its ``browser_id`` on the server it connects to
+            (``AppServer.asign_in``), so distinct browser ids are distinct accounts; "" = signed out.
 
     Attributes:
         state: accumulated deltas, ``{"ChatState": {"status": ..., ...}, ...}`` keyed by short name
@@ -71,11 +74,14 @@ class WsClient:
         deltas: how many delta messages arrived (a cheap progress counter).
     """
 
-    def __init__(self, url: str, *, token: str | None = None, browser_id: str | None = None, reviewer: str = ""):
+    def __init__(self, url: str, *, token: str | None = None, browser_id: str | None = None, reviewer: str = "",
+                 session: str | None = None):
         self.url = url.rstrip("/")
         self.token = token or str(uuid.uuid4())
         self.browser_id = browser_id or str(uuid.uuid4())
         self.reviewer = reviewer
+        self.session_token = session
+        self.account_id: int | None = None
         self.state: dict[str, dict[str, Any]] = {}
         self.events: list[dict[str, Any]] = []
         self.deltas = 0
@@ -90,6 +96,13 @@ class WsClient:
     # ------------------------------------------------------------------ connection
     async def connect(self) -> WsClient:
         """Open the websocket (no hydrate yet; see ``load_thread`` / ``hydrate``)."""
+        if self.session_token is None:
+            from tests.helpers.app_server import SERVERS
+
+            server = SERVERS.get(self.url)
+            if server is not None:
+                signed = await server.asign_in(self.browser_id)
+                self.session_token, self.account_id = signed.token, signed.account_id
         sio = socketio.AsyncClient(reconnection=False)
         sio.on("event", self._on_event, namespace="/_event")
         sio.on("new_token", self._on_new_token, namespace="/_event")
@@ -99,6 +112,7 @@ class WsClient:
             namespaces=["/_event"],
             socketio_path="/_event",
             wait_timeout=20,
+            headers={"Cookie": f"hitl_session={self.session_token}"} if self.session_token else {},
         )
         self._sio = sio
         return self
@@ -288,6 +302,7 @@ class WsClient:
         await self.round_trip()
 
 
-async def open_client(url: str, *, token: str | None = None, browser_id: str | None = None, reviewer: str = "") -> WsClient:
+async def open_client(url: str, *, token: str | None = None, browser_id: str | None = None, reviewer: str = "",
+                      session: str | None = None) -> WsClient:
     """Connect a new ``WsClient`` (remember to ``await client.close()``)."""
-    return await WsClient(url, token=token, browser_id=browser_id, reviewer=reviewer).connect()
+    return await WsClient(url, token=token, browser_id=browser_id, reviewer=reviewer, session=session).connect()

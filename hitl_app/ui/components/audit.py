@@ -9,6 +9,7 @@ import reflex as rx
 from hitl_app.store.audit import AuditRow
 from hitl_app.ui import theme
 from hitl_app.ui.audit_state import AuditState
+from hitl_app.ui.components.user_menu import user_menu
 
 _JSON_STYLE = {
     "fontFamily": theme.MONO,
@@ -91,7 +92,9 @@ def audit_page() -> rx.Component:
             rx.hstack(
                 rx.button("Export CSV", on_click=AuditState.export_csv, variant="soft", data_testid="audit-export-csv"),
                 rx.button("Export JSON", on_click=AuditState.export_json, variant="soft", data_testid="audit-export-json"),
+                user_menu(),
                 spacing="3",
+                align="center",
             ),
             justify="between",
             align="center",

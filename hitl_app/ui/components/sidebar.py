@@ -1,4 +1,4 @@
-"""The sidebar (threads), the phone menu and the reviewer's name box."""
+"""The sidebar (threads) and the phone menu."""
 
 # Tested by: tests/e2e/test_layout.py
 
@@ -9,7 +9,7 @@ import reflex as rx
 from hitl_app.ui import theme
 from hitl_app.ui.menu_state import MenuState
 from hitl_app.ui.rows import ThreadRow
-from hitl_app.ui.state import ChatState, SessionState, ThreadListState
+from hitl_app.ui.state import ChatState, ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
 
 
@@ -161,24 +161,3 @@ def mobile_menu() -> rx.Component:
         on_open_change=MenuState.set_open,
     )
 
-
-def reviewer_box() -> rx.Component:
-    """Header control: the reviewer name recorded with each decision."""
-    return rx.popover.root(
-        rx.popover.trigger(
-            rx.button(
-                rx.icon("user", size=14), SessionState.reviewer_label, variant="ghost", size="2", data_testid="reviewer-name"
-            ),
-        ),
-        rx.popover.content(
-            rx.form(
-                rx.vstack(
-                    rx.text("Your name, recorded with each decision:", size="2"),
-                    rx.input(name="reviewer", default_value=SessionState.reviewer, max_length=40, data_testid="reviewer-input"),
-                    rx.popover.close(rx.button("Save", type="submit", size="1", data_testid="reviewer-save")),
-                    spacing="2",
-                ),
-                on_submit=SessionState.save_reviewer,
-            ),
-        ),
-    )

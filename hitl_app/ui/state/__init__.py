@@ -1,7 +1,8 @@
 """Reflex state, one module per concern.
 
-``SessionState`` (session.py): who this browser is (a random id kept in localStorage, used as the
-thread owner) and the reviewer's display name. ``ThreadListState`` (thread_list.py): the sidebar.
+``SessionState`` (session.py): the signed-in account (``require_principal``, checked first by
+every handler; the thread owner is ``str(account_id)``) and the browser's old localStorage id.
+``ThreadListState`` (thread_list.py): the sidebar.
 ``ChatState`` (chat.py): the open thread, its committed messages, the live streamed text and the
 tab's watcher. ``ReviewState`` (review.py): the approval cards of the pending review, a sibling of
 the chat state. live.py holds the append-only text calls and the one-watcher-per-tab registry.

@@ -93,21 +93,30 @@ class CardEditMixin(rx.State, mixin=True):
             self._store(card, card_edit.set_json(card, draft, proposed, text))
 
     @rx.event
-    def finish_edit(self, index: int) -> None:
+    async def finish_edit(self, index: int):
         """Handle "Check edit": the draft's arguments are checked against the tool's schema on the server;
         on success the card is decided as edit and the editor closes (the diff stays shown)."""
+        if (refused := await self._refuse()) is not None:  # type: ignore[attr-defined]
+            return refused
         if (found := self._editing(index)) is None:
-            return
+            return None
         card, draft, _proposed = found
         args, problem = card_edit.finish_problem(card, draft)
         if args is None:
             self._set(index, edit_error=problem)  # type: ignore[attr-defined]
-            return
+            return None
         self._check_and_close(index, args)
+        return None
 
     @rx.event
-    def save_edit(self, index: int, text: str) -> None:
+    async def save_edit(self, index: int, text: str):
         """Check JSON ``text`` as the card's edited arguments (as "Check edit" in JSON mode)."""
+        if (refused := await self._refuse()) is not None:  # type: ignore[attr-defined]
+            return refused
+        self._save_edit(index, text)
+        return None
+
+    def _save_edit(self, index: int, text: str) -> None:
         card = self._card(index)  # type: ignore[attr-defined]
         if card is None or not isinstance(text, str):
             return
@@ -143,10 +152,13 @@ class CardEditMixin(rx.State, mixin=True):
         )
 
     @rx.event
-    def cancel_edit(self, index: int) -> None:
+    async def cancel_edit(self, index: int):
         """Close the editor without deciding (the draft is dropped)."""
+        if (refused := await self._refuse()) is not None:  # type: ignore[attr-defined]
+            return refused
         if self._card(index) is None:  # type: ignore[attr-defined]
-            return
+            return None
         self._edited.pop(index, None)  # type: ignore[attr-defined]
         self._drafts.pop(index, None)  # type: ignore[attr-defined]
         self._set(index, choice="", editing=False, edit_error="", diff=[], json_note="")  # type: ignore[attr-defined]
+        return None

@@ -1,8 +1,7 @@
 """The open thread: committed messages, the live streamed text, the run status and errors.
 
-The pending review's cards live in the sibling ``ReviewState``; this state reaches it through one
-helper, ``_review_state``, and only to hand it the thread's review (``ReviewState._show``).
-"""
+The pending review's cards live in the sibling ``ReviewState``, reached through ``_review_state``
+only to hand it the thread's review (``ReviewState._show``); every handler first checks sign-in."""
 
 from __future__ import annotations
 
@@ -15,14 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import reflex as rx
 
+from hitl_app.auth.http import session_token_from_cookie_header
 from hitl_app.review import MAX_MESSAGE_CHARS
 from hitl_app.runtime import get_service
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import ThreadView
 from hitl_app.ui.desk_state import DeskState
-from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, message_rows
-from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, closing, live_script
-from hitl_app.ui.state.session import SessionState, ask_identity
+from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, first_line, lock_reason, message_rows, row_keys
+from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, SignedOut, closing, live_script, may_follow
+from hitl_app.ui.state.session import SessionState, ask_identity, owner_of, session_principal, sign_in_redirect
 from hitl_app.ui.state.thread_list import ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
 
@@ -34,15 +34,6 @@ log = logging.getLogger("hitl_app.ui")
 COMPOSER_ID = "composer-text"
 """DOM id of the composer's text area: cleared only once a message is accepted (a refused one stays)."""
 STOPPED_NOTICE = "Stopped. The partial reply was not kept; send a new message or press Continue."
-
-
-def _row_keys(rows: Any) -> list[tuple[str, ...]]:
-    return [(r.key, r.role, r.text, r.tool_name, r.outcome, r.args_json, r.result, r.audit, r.proposed_json) for r in rows]
-
-
-def _first_line(error: str | None) -> str:
-    """A run error as shown: its first line, at most 500 characters."""
-    return (error or "The run failed.").splitlines()[0][:500]
 
 
 class ChatState(SessionState):
@@ -73,13 +64,7 @@ class ChatState(SessionState):
     @rx.var
     def lock_reason(self) -> str:
         """Why the composer is locked, in plain words ("" when it is not)."""
-        if self.load_error:
-            return self.load_error
-        if self.streaming:
-            return "The agent is answering. Press Stop to end the run."
-        if self.status == "review":
-            return "The agent is waiting for your review above: decide every card, then submit."
-        return ""
+        return lock_reason(self.load_error, self.streaming, self.status)
 
     @rx.var
     def can_continue(self) -> bool:
@@ -92,6 +77,19 @@ class ChatState(SessionState):
         from hitl_app.ui.state.review import ReviewState  # the review state imports this module
 
         return await self.get_state(ReviewState)
+
+    async def _empty(self) -> None:
+        """Forget the open thread and its cards: signed out, nothing of it stays in the tab."""
+        self.tid, self.messages, self.live_key, self.hidden_count, self.streaming, self.status = "", [], "", 0, False, "idle"
+        self.notice = self.run_error = self.composer_error = self.load_error = self._watch_id = ""
+        self._start, self._audit_ids, self._audit_lines, self.read_only = -1, [], {}, False
+        (await self._review_state())._show(None, error="")
+
+    async def _signed_out(self):
+        """``require_principal`` gave None: empty the tab, stop its watcher, go to sign-in."""
+        await self._empty()
+        WATCHERS.retire(self.router.session.client_token)
+        return sign_in_redirect()
 
     # ---------------------------------------------------------------- loading
     async def _apply_view(self, view: ThreadView) -> None:
@@ -106,14 +104,14 @@ class ChatState(SessionState):
             status = "running"  # a run is live (e.g. a reload mid-stream): not a stopped one
         self.status = status
         if status == "failed":
-            self.run_error = _first_line(view.error)
+            self.run_error = first_line(view.error)
         elif status == "incomplete" and not self.run_error:
             self.notice = "The last run stopped before it finished."
         if status != "failed":
             self.run_error = ""
         if status != "incomplete":
             self.notice = ""
-        review_error = _first_line(view.error) if status == "review" and view.error else None
+        review_error = first_line(view.error) if status == "review" and view.error else None
         self.read_only = view.read_only
         waiting = view.desk is not None and view.desk.undo_until is not None  # an undo window: the cards stay as decided
         review_state = await self._review_state()
@@ -131,7 +129,7 @@ class ChatState(SessionState):
         rows = rows[self._start :]
         if self.hidden_count != self._start:
             self.hidden_count = self._start
-        if _row_keys(rows) != _row_keys(self.messages):
+        if row_keys(rows) != row_keys(self.messages):
             self.messages = rows  # unchanged rows are not resent (the whole list goes on each change)
 
     async def _audit_for(self, view: ThreadView) -> dict[str, Any]:
@@ -152,13 +150,15 @@ class ChatState(SessionState):
     @rx.event
     async def show_earlier(self):
         """Show the previous ``MESSAGE_PAGE`` rows of the thread (the "Show earlier messages" button)."""
+        if (who := await self.require_principal()) is None:
+            return await self._signed_out()
         if not self.tid or self._start <= 0:
-            return
+            return None
         try:
-            view = await get_service().load(self.tid, owner=self.browser_id)
+            view = await get_service().load(self.tid, viewer=who)
         except ThreadError as exc:
             self.load_error = exc.message
-            return
+            return None
         self._start = max(0, self._start - MESSAGE_PAGE)
         await self._apply_view(view)
 
@@ -177,6 +177,8 @@ class ChatState(SessionState):
         """
         if not self.browser_id:
             return ask_identity(ChatState.adopt_identity)
+        if (who := await self.require_principal()) is None:
+            return await self._signed_out()
         path = str(self.router.url.path).rstrip("/")
         tid = path.rsplit("/", 1)[-1] if path.startswith("/thread/") else ""
         self.tid = tid
@@ -186,7 +188,7 @@ class ChatState(SessionState):
         self.load_error = self.run_error = self.composer_error = self.notice = ""
         service = get_service()
         try:
-            view = await service.load(tid, owner=self.browser_id)
+            view = await service.load(tid, viewer=who)
         except ThreadError as exc:
             self.load_error = exc.message
             self.status = "idle"
@@ -202,19 +204,21 @@ class ChatState(SessionState):
     @rx.event
     async def send(self, form_data: dict[str, Any]):
         """Send the composer text as a new user message and start the run."""
+        if (who := await self.require_principal()) is None:
+            return await self._signed_out()
         text = form_data.get("text") if isinstance(form_data, dict) else None
         self.composer_error = ""
         if not isinstance(text, str) or not text.strip():
             self.composer_error = "Type a message first."
-            return
+            return None
         if len(text) > MAX_MESSAGE_CHARS:
             self.composer_error = f"That message is too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,})."
-            return
+            return None
         try:
-            await get_service().start_turn(self.tid, text, owner=self.browser_id)
+            await get_service().start_turn(self.tid, text, owner=owner_of(who))
         except ThreadError as exc:
             self.composer_error = exc.message
-            return
+            return None
         (await self._review_state())._show(None, error="")
         self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
         self._begin_stream()
@@ -223,22 +227,26 @@ class ChatState(SessionState):
     @rx.event
     async def stop(self):
         """Stop the live run of this thread."""
+        if (who := await self.require_principal()) is None:
+            return await self._signed_out()
         try:
-            stopped = await get_service().stop(self.tid, owner=self.browser_id)
+            stopped = await get_service().stop(self.tid, owner=owner_of(who))
         except ThreadError as exc:
             self.run_error = exc.message
-            return
+            return None
         if stopped:
             self.notice = STOPPED_NOTICE
 
     @rx.event
     async def continue_run(self):
         """Retry a failed run / continue an incomplete one from the last checkpoint."""
+        if (who := await self.require_principal()) is None:
+            return await self._signed_out()
         try:
-            await get_service().continue_run(self.tid, owner=self.browser_id)
+            await get_service().continue_run(self.tid, owner=owner_of(who))
         except ThreadError as exc:
             self.run_error = exc.message
-            return
+            return None
         self.run_error = self.notice = ""
         self._begin_stream()
         return ChatState.watch
@@ -263,10 +271,10 @@ class ChatState(SessionState):
         self.streaming = False
         if outcome == "failed":
             if self.status == "review":
-                (await self._review_state())._show_error(_first_line(error))
+                (await self._review_state())._show_error(first_line(error))
             else:
                 self.status = "failed"
-                self.run_error = _first_line(error)
+                self.run_error = first_line(error)
         elif outcome == "stopped" and self.status == "incomplete":
             self.notice = STOPPED_NOTICE
 
@@ -282,24 +290,19 @@ class ChatState(SessionState):
 
     @rx.event(background=True)
     async def watch(self):
-        """Follow the thread's runs for this tab: live text, then the checkpointed result.
-
-        One watcher per tab: a new one retires the previous one at once (``WATCHERS``), and a
-        watcher also exits when the tab opened another thread. Live text goes to the browser
-        append-only (``live_script``), outside the state lock; the state changes only when a
-        bubble starts and at message boundaries.
-        """
+        """Follow the thread's runs for this tab (one watcher per tab, ``WATCHERS``): live text
+        append-only outside the state lock (``live_script``), then the checkpointed result."""
         follow = WATCHERS.enter(self.router.session.client_token)
         try:
             async with self:
-                self._watch_id = follow.watch_id
-                follow.tid, follow.owner = self.tid, self.browser_id
+                self._watch_id, follow.tid = follow.watch_id, self.tid
+                follow.session = session_token_from_cookie_header(self.router.headers.cookie)
+            await self._check_session(follow)
             service = get_service()
-            try:  # a forged call must not stream another browser's thread to this tab
-                await service.check_access(follow.tid, follow.owner)
-            except ThreadError:
+            if not await may_follow(service, follow):  # a forged call must not stream another person's thread
                 return
             while True:
+                await self._check_session(follow)
                 generation = await service.bus.generation(follow.tid)
                 follow.next_run()
                 async with closing(self._follow_run(follow)) as updates:
@@ -317,6 +320,8 @@ class ChatState(SessionState):
                         if self._watch_id == follow.watch_id:
                             self._watch_id = ""
                     return
+        except SignedOut:
+            yield sign_in_redirect()
         except Retired:
             return
         finally:
@@ -333,6 +338,8 @@ class ChatState(SessionState):
                     if follow.check_due():
                         async with self._if_mine(follow):
                             pass
+                    if follow.session_due():
+                        await self._check_session(follow)
                     if event.delta:
                         follow.seq += 1
                         yield live_script(follow.key, follow.seq, event.delta, False)
@@ -348,12 +355,23 @@ class ChatState(SessionState):
                     for update in await self._settle(follow, event):
                         yield update
 
+    async def _check_session(self, follow: Follow) -> None:
+        """Re-read the tab's session (``follow.owner``/``viewer``); gone: empty the tab, ``SignedOut``."""
+        if (who := await session_principal(follow.session)) is not None:
+            follow.owner, follow.viewer = owner_of(who), who
+            return
+        async with self:
+            if self._watch_id == follow.watch_id:
+                await self._empty()
+        raise SignedOut
+
     async def _settle(self, follow: Follow, event: Any) -> list[Any]:
         """A message boundary or the run's end: the committed messages come from the checkpoint."""
+        await self._check_session(follow)
         try:
             view = event.view
             if view is None or view.pending is not None:  # a review's cards differ per person: read them for this one
-                view = await get_service().load(follow.tid, owner=follow.owner)
+                view = await get_service().load(follow.tid, viewer=follow.viewer)
         except Exception:  # noqa: BLE001 - shown below as a run error
             log.exception("reload failed thread=%s", follow.tid)
             view = None
@@ -376,7 +394,7 @@ class ChatState(SessionState):
             expecting = self.streaming
         service = get_service()
         if expecting and not await service.is_running(follow.tid):
-            view = await service.load(follow.tid, owner=follow.owner)
+            view = await service.load(follow.tid, viewer=follow.viewer)
             async with self._if_mine(follow):
                 await self._apply_view(view)
             yield ThreadListState.refresh

@@ -22,12 +22,17 @@ from typing import Any
 import reflex as rx
 from reflex.event import EventSpec
 
+from hitl_app.threads.types import ThreadError
+
 LIVE_JS_SRC = "/js/live.js"
 """Defines ``window.hitlLive`` (loaded in the page head, before the app's own code)."""
 STICK_TO_BOTTOM_JS_SRC = "/js/stick_to_bottom.js"
 """Defines ``window.hitlStickToBottom`` (loaded in the page head; called when the thread mounts)."""
 LIVE_CHECK_S = 0.5
 """How often (seconds) a watcher re-checks, between live deltas, that its tab still wants it."""
+SESSION_CHECK_S = 5.0
+"""How often (seconds) a streaming watcher re-reads its tab's sign-in session (signed out,
+expired or disabled: the watcher stops and the tab is emptied)."""
 WATCH_IDLE_S = 900
 """A tab's watcher waits this long (seconds) for a new run before it exits (restarted on any action)."""
 
@@ -59,6 +64,10 @@ class Retired(Exception):
     """Raised inside a watcher when its tab no longer wants it (a newer watcher, another thread)."""
 
 
+class SignedOut(Retired):
+    """Raised inside a watcher when its tab's sign-in session is gone (the tab goes to sign-in)."""
+
+
 @dataclass
 class Follow:
     """One watcher's position: its id, the tab and thread it follows, and the live bubble.
@@ -71,10 +80,13 @@ class Follow:
     token: str
     tid: str = ""
     owner: str = ""
+    viewer: Any = None
+    session: str = ""
     key: str = ""
     seq: int = -1
     saw_end: bool = False
     last_check: float = field(default_factory=time.monotonic)
+    last_session_check: float = field(default_factory=time.monotonic)
 
     def next_run(self) -> None:
         """Forget the bubble of the previous run (a new subscription starts from a snapshot)."""
@@ -85,6 +97,14 @@ class Follow:
         if time.monotonic() - self.last_check <= LIVE_CHECK_S:
             return False
         self.last_check = time.monotonic()
+        return True
+
+
+    def session_due(self) -> bool:
+        """True at most once per ``SESSION_CHECK_S``: time to re-read the tab's sign-in session."""
+        if time.monotonic() - self.last_session_check <= SESSION_CHECK_S:
+            return False
+        self.last_session_check = time.monotonic()
         return True
 
 
@@ -126,6 +146,19 @@ class TabWatchers:
 
     def __len__(self) -> int:
         return len(self._current)
+
+
+async def may_follow(service: Any, follow: Follow) -> bool:
+    """True when ``follow``'s person may watch its thread: the owner (``follow.owner``), or someone
+    who may see it read-only (``ThreadService.load`` with ``follow.viewer``: a card to decide)."""
+    try:
+        await service.check_access(follow.tid, follow.owner)
+    except ThreadError:
+        try:
+            await service.load(follow.tid, viewer=follow.viewer)
+        except ThreadError:
+            return False
+    return True
 
 
 WATCHERS = TabWatchers()

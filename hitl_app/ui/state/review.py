@@ -16,10 +16,10 @@ import reflex as rx
 from reflex.event import EventSpec
 
 from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft
+from hitl_app.auth import Principal
 from hitl_app.review.types import PendingReview, decision_payload
 from hitl_app.review.validate import args_json_schema
 from hitl_app.runtime import get_runtime, get_service
-from hitl_app.threads.decide import BrowserPerson
 from hitl_app.threads.previews import effect_previews
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import CardStatus
@@ -28,7 +28,7 @@ from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui.rows import CardRow, apply_status, card_rows
 from hitl_app.ui.state.card_editing import CardEditMixin
 from hitl_app.ui.state.chat import ChatState
-from hitl_app.ui.state.session import SessionState, ask_identity, reviewer_name
+from hitl_app.ui.state.session import SessionState, ask_identity
 
 RECOVERABLE = ("choose", "submit", "approve_all")
 """Review actions replayed after the tab's server state is rebuilt (see ``ReviewState._lost``)."""
@@ -82,6 +82,8 @@ class ReviewState(CardEditMixin, SessionState):
         ``stored``: ``{"browser_id", "reviewer", "action": [name, *args]}``; a malformed value
         gives a new identity (the thread is then refused as another browser's, and says so).
         """
+        if (refused := await self._refuse()) is not None:
+            return refused
         if not isinstance(stored, dict):
             return None
         events: list[Any] = []
@@ -92,6 +94,13 @@ class ReviewState(CardEditMixin, SessionState):
         if isinstance(action, list) and action and action[0] in RECOVERABLE:
             events.append(getattr(ReviewState, action[0])(*action[1:3]))
         return events
+
+    async def _refuse(self):
+        """None while signed in; else the tab is emptied (chat and cards) and the sign-in redirect
+        is returned for the handler to return. Every handler here starts with it."""
+        if await self.require_principal() is not None:
+            return None
+        return await (await self._chat())._signed_out()
 
     async def _chat(self) -> ChatState:
         """The tab's ``ChatState`` (the one way this state reaches the chat)."""
@@ -191,8 +200,10 @@ class ReviewState(CardEditMixin, SessionState):
         return f"Submit {n} decision{'s' if n != 1 else ''}"
 
     @rx.event
-    def choose(self, index: int, kind: str):
+    async def choose(self, index: int, kind: str):
         """Pick ``approve``, ``edit``, ``reject`` or ``respond`` on a card (only if allowed)."""
+        if (refused := await self._refuse()) is not None:
+            return refused
         if (lost := self._lost("choose", index, kind)) is not None:
             return lost
         card = self._card(index)
@@ -209,8 +220,10 @@ class ReviewState(CardEditMixin, SessionState):
             self._set(index, choice=kind, editing=False, edit_error="", error="")
 
     @rx.event
-    def set_reason(self, index: int, text: str) -> None:
+    async def set_reason(self, index: int, text: str):
         """The optional reason of a reject."""
+        if (refused := await self._refuse()) is not None:
+            return refused
         if self._card(index) is None or not isinstance(text, str):
             return
         if len(text) > MAX_MESSAGE_CHARS:
@@ -219,8 +232,10 @@ class ReviewState(CardEditMixin, SessionState):
         self._set(index, reason=text, error="")
 
     @rx.event
-    def set_answer(self, index: int, text: str) -> None:
+    async def set_answer(self, index: int, text: str):
         """The reviewer's answer for a respond decision (required)."""
+        if (refused := await self._refuse()) is not None:
+            return refused
         if self._card(index) is None or not isinstance(text, str):
             return
         if len(text) > MAX_MESSAGE_CHARS:
@@ -231,6 +246,8 @@ class ReviewState(CardEditMixin, SessionState):
     @rx.event
     async def submit(self):
         """Send all decisions at once; the server checks them against the checkpoint first."""
+        if (refused := await self._refuse()) is not None:
+            return refused
         return self._lost("submit") or await self._submit()
 
     @rx.event
@@ -240,6 +257,8 @@ class ReviewState(CardEditMixin, SessionState):
         Decisions already made (a reject with its reason, a checked edit, an answer) are kept; a
         card whose edit is still open is not overwritten: the reviewer is asked to finish it.
         """
+        if (refused := await self._refuse()) is not None:
+            return refused
         if (lost := self._lost("approve_all")) is not None:
             return lost
         unfinished = draft.open_edit(self.cards, self._edited)
@@ -252,6 +271,8 @@ class ReviewState(CardEditMixin, SessionState):
         return await self._submit()
 
     async def _submit(self):
+        if (person := await self.require_principal()) is None:
+            return await self._refuse()
         chat = await self._chat()
         if not self.cards:
             if not chat.streaming:  # a second click while the first submission runs says nothing
@@ -269,12 +290,11 @@ class ReviewState(CardEditMixin, SessionState):
         else:
             decisions = [decision_payload(d) for d in draft.to_decisions(self.cards, edited)]
         service = get_service()
-        person = self._person()
         try:
             grants = (await self.get_state(DeskState))._grants()
             run_id = await service.submit_review(chat.tid, self.interrupt_id, decisions, person=person, grants=grants)
         except ReviewError as exc:
-            return await self._refused(chat, exc)
+            return await self._refused(chat, exc, person)
         except ThreadError as exc:
             self.review_error = exc.message
             return
@@ -286,15 +306,11 @@ class ReviewState(CardEditMixin, SessionState):
         chat._begin_stream()
         return ChatState.watch
 
-    def _person(self) -> BrowserPerson:
-        """The person deciding (until sign-in is wired: this browser, a member owning its threads)."""
-        return BrowserPerson(self.browser_id, reviewer_name(self.reviewer) or "anonymous")
-
-    async def _refused(self, chat: ChatState, exc: ReviewError):
+    async def _refused(self, chat: ChatState, exc: ReviewError, person: Principal):
         """Show why a submission was refused: on its card, or on the panel; a stale review is
         replaced by the thread's real state."""
         if exc.code == "stale":
-            view = await get_service().load(chat.tid, owner=self.browser_id)
+            view = await get_service().load(chat.tid, viewer=person)
             self._show(None)
             await chat._apply_view(view)
             self.review_error = exc.message

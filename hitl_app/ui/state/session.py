@@ -1,4 +1,11 @@
-"""Who this browser is: a random id kept in localStorage (the thread owner) and the reviewer's name."""
+"""Who is using this tab: the signed-in account (the thread owner), and the browser's old random id.
+
+``SessionState.require_principal`` is the one door: every handler that reads or changes a thread
+calls it first. It re-reads the session row on every call, so a signed-out, expired or disabled
+session loses access at its next event. The browser id (a random id in localStorage, the thread
+owner before accounts existed) is kept only so that browser's old threads can be claimed by the
+account that signs in there.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +15,30 @@ from typing import Any
 
 import reflex as rx
 from reflex.event import EventSpec
+
+from hitl_app.auth import Principal, resolve_session
+from hitl_app.runtime import get_runtime
+from hitl_app.store.legacy import claim_browser_threads, is_browser_id
+from hitl_app.ui.auth_state import current_principal
+
+SIGN_IN_PAGE = "/sign-in"
+
+
+def owner_of(principal: Principal) -> str:
+    """The thread owner string of an account: ``str(account_id)`` (see notes/contracts)."""
+    return str(principal.account_id)
+
+
+async def session_principal(token: str) -> Principal | None:
+    """The account signed in with session ``token`` (re-read now), or None (signed out, expired,
+    disabled, or a temporary password not changed yet)."""
+    who = await resolve_session(engine=get_runtime().engines.async_, token=token)
+    return None if who is None or who.must_change_password else who
+
+
+def sign_in_redirect() -> EventSpec:
+    """The event to return (or yield) when ``require_principal`` gave None: go to the sign-in page."""
+    return rx.redirect(SIGN_IN_PAGE)
 
 
 def ensure_browser_id(value: Any) -> str:
@@ -54,14 +85,47 @@ def ask_identity(callback: Any, extra: str = "") -> EventSpec:
 
 
 class SessionState(rx.State):
-    """The browser's identity (a bearer id in localStorage) and the reviewer's name.
+    """The signed-in account of this tab (shown in the user menu), and the browser's old id.
 
-    Parent of the states that act for this browser (thread list, chat, review, audit), so they
-    all read ``browser_id`` and ``reviewer``.
+    Parent of the states that act for the person (thread list, chat, review, audit); they call
+    ``require_principal`` first in every handler.
     """
 
     browser_id: str = rx.LocalStorage("", name="hitl_browser_id", sync=True)
     reviewer: str = rx.LocalStorage("", name="hitl_reviewer", sync=True)
+    user_name: str = ""
+    user_role: str = ""
+    user_email: str = ""
+    _claimed_for: int = 0
+
+    async def require_principal(self) -> Principal | None:
+        """The signed-in account for this event, or None: no session cookie, an unknown, expired or
+        signed-out session, a disabled account, or a temporary password not changed yet.
+
+        Re-reads the session row on every call (nothing is cached in the tab's state). On None the
+        caller returns ``sign_in_redirect()`` and acts on nothing; the user menu is emptied.
+        Private (not an event): the browser cannot call it.
+        """
+        who = await current_principal(self)
+        if who is None or who.must_change_password:
+            if self.user_name or self.user_role:
+                self.user_name = self.user_role = self.user_email = ""
+            return None
+        if (self.user_name, self.user_role, self.user_email) != (who.display_name, who.role.value, who.email):
+            self.user_name, self.user_role, self.user_email = who.display_name, who.role.value, who.email
+        if self._claimed_for != who.account_id and is_browser_id(self.browser_id):
+            self._claimed_for = who.account_id
+            await self._claim_legacy(who)
+        return who
+
+    async def _claim_legacy(self, who: Principal) -> None:
+        """Threads this browser made before accounts (owned by its localStorage id) become
+        ``who``'s: the first account signed in from this browser claims them (see store/legacy)."""
+        settings = get_runtime().settings
+        await claim_browser_threads(
+            engine=get_runtime().engines.async_, browser_id=self.browser_id, owner=owner_of(who),
+            files_root=settings.files_dir, demo_db_path=settings.demo_db_path,
+        )
 
     def _ensure_identity(self) -> None:
         """Give this browser a random id on first visit. Private: not callable from the browser."""
@@ -86,7 +150,3 @@ class SessionState(rx.State):
         if name := reviewer_name(form_data.get("reviewer") if isinstance(form_data, dict) else None):
             self.reviewer = name
 
-    @rx.var
-    def reviewer_label(self) -> str:
-        """The name shown in the header."""
-        return reviewer_name(self.reviewer) or "anonymous"

@@ -83,6 +83,14 @@ async def test_cross_site_sign_in_and_sign_out_are_refused(engine, make_account,
                           headers={"Origin": "http://testserver:3000"})  # the dev front end's port: same site
         assert ok.status_code == 303
         assert (await c.post("/auth/sign-out", headers={"Origin": "https://evil.example"})).status_code == 403
+        # under the app's Referrer-Policy: no-referrer a browser's form post says Origin: null;
+        # Sec-Fetch-Site tells a same-origin post from another site's (or a sandboxed frame's)
+        for site, status in (("cross-site", 403), ("same-site", 403), ("same-origin", 303)):
+            r = await c.post("/auth/sign-in", data={"email": "dana@example.com", "password": PW},
+                             headers={"Origin": "null", "Sec-Fetch-Site": site})
+            assert r.status_code == status, site
+        bare_null = await c.post("/auth/sign-in", data={"email": "dana@example.com", "password": PW}, headers={"Origin": "null"})
+        assert bare_null.status_code == 403
 
 
 async def test_sign_out_deletes_the_session_and_clears_the_cookie(engine, config, make_account, client_for):

@@ -1,6 +1,6 @@
 """Review rights through the real websocket (prod app under examples/policies/team.toml).
 
-Until sign-in is wired into the pages, a browser acts as a member owning its threads. A member's
+Each simulated browser signs in as a member account of its own (``WsClient``). A member's
 payment card needs a reviewer: the page offers the member only Reject (withdraw), a forged Approve
 (an event the page would never send) is refused with a message, nothing is paid, the review stays
 answerable; another browser cannot open the thread at all.
@@ -43,7 +43,7 @@ async def test_forged_approve_on_a_card_that_needs_a_reviewer_is_refused(server)
         await c.call("ReviewState.submit")
         await c.settle()
         assert c.chat["status"] == "review" and c.review["cards"][0]["choice"] == ""
-        owner = c.session["browser_id"]
+        owner = str(c.account_id)
         async with WsClient(server.url) as other:  # another browser: not theirs, no card of theirs
             chat = await other.load_thread(tid)
             assert "belongs to someone else" in chat["load_error"]

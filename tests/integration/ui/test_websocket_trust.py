@@ -77,7 +77,7 @@ async def test_decision_type_the_policy_does_not_allow_is_refused(server: AppSer
     c, tid = await open_thread(server)
     try:
         cards = await start_review(c, "delete notes/old.txt")
-        target = app_db.sandbox(server.data_dir, c.browser_id) / "notes" / "old.txt"
+        target = app_db.sandbox(server.data_dir, str(c.account_id)) / "notes" / "old.txt"
         assert target.exists()
         assert cards[0]["allowed"] == ["approve", "reject"]
 

@@ -1,0 +1,154 @@
+"""State of the admin page (/admin): accounts, invites, temporary passwords, roles, disabling.
+
+Every handler re-checks that the signed-in account is an admin (``require_principal``) before it
+reads or changes anything; the rules themselves (last admin, taken emails, ...) are in
+``hitl_app.auth.accounts``, which refuses with a sentence shown on the page.
+"""
+
+# Tested by: tests/e2e/test_accounts.py
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import reflex as rx
+
+from hitl_app import auth
+from hitl_app.auth import AuthError, Principal, Role
+from hitl_app.runtime import get_runtime
+from hitl_app.ui.state.session import SessionState, sign_in_redirect
+
+ROLES = [r.value for r in Role]
+
+
+@dataclass
+class AccountRow:
+    """One account as the admin table shows it (plain text fields)."""
+
+    account_id: int
+    email: str
+    name: str
+    role: str
+    status: str
+    single_sign_on: bool
+
+
+def _row(a: auth.AccountView) -> AccountRow:
+    status = "disabled" if a.disabled else ("must change password" if a.must_change_password else "active")
+    return AccountRow(a.account_id, a.email, a.display_name, a.role.value, status, a.single_sign_on)
+
+
+def _text(form: Any, key: str) -> str:
+    value = form.get(key) if isinstance(form, dict) else None
+    return value.strip() if isinstance(value, str) else ""
+
+
+class AdminState(SessionState):
+    """The account list and the results of the last action (a link or password shown once)."""
+
+    accounts: list[AccountRow] = []
+    message: str = ""
+    error: str = ""
+    invite_link: str = ""
+    temporary_password: str = ""
+    temporary_for: str = ""
+
+    async def _admin(self) -> Principal | None:
+        """The signed-in admin, or None (then the caller leaves: not signed in, or not an admin)."""
+        who = await self.require_principal()
+        if who is None or not who.is_admin:
+            self.accounts, self.invite_link, self.temporary_password = [], "", ""
+            return None
+        return who
+
+    def _leave(self):
+        return sign_in_redirect() if not self.user_name else rx.redirect("/")
+
+    async def _reload(self) -> None:
+        self.accounts = [_row(a) for a in await auth.list_accounts(engine=get_runtime().engines.async_)]
+
+    def _clear(self) -> None:
+        self.message = self.error = self.invite_link = self.temporary_password = self.temporary_for = ""
+
+    @rx.event
+    async def load(self):
+        """on_load of /admin: the accounts (admins only; others go back to the chat)."""
+        if await self._admin() is None:
+            return self._leave()
+        self._clear()
+        await self._reload()
+        return None
+
+    async def _act(self, change) -> Any:
+        """Run ``change(who)`` as the signed-in admin; an ``AuthError`` is shown, then reload."""
+        if (who := await self._admin()) is None:
+            return self._leave()
+        self._clear()
+        try:
+            await change(who)
+        except AuthError as exc:
+            self.error = str(exc)
+        await self._reload()
+        return None
+
+    @rx.event
+    async def invite(self, form_data: dict[str, Any]):
+        """Create a one-time invite link for an email with a role (shown once on the page)."""
+        email, role = _text(form_data, "email"), _text(form_data, "role") or "member"
+        origin = (self.router.headers.origin or "").rstrip("/")
+
+        async def change(who: Principal) -> None:
+            token = await auth.create_invite(engine=get_runtime().engines.async_, email=email, role=Role.parse(role), by=who)
+            self.invite_link = f"{origin}/invite/{token}"
+            self.message = f"Invite for {email} ({role}): send this link; it works once."
+
+        return await self._act(change)
+
+    @rx.event
+    async def create_temporary(self, form_data: dict[str, Any]):
+        """Create an account with a temporary password (shown once; changed at first sign-in)."""
+        email, name = _text(form_data, "email"), _text(form_data, "name")
+        role = _text(form_data, "role") or "member"
+
+        async def change(who: Principal) -> None:
+            _, password = await auth.create_with_temporary_password(
+                engine=get_runtime().engines.async_, email=email, display_name=name, role=Role.parse(role), by=who
+            )
+            self.temporary_password, self.temporary_for = password, email
+            self.message = f"Account {email} ({role}) created: give them this temporary password."
+
+        return await self._act(change)
+
+    @rx.event
+    async def set_role(self, account_id: int, role: str):
+        """Give an account another role (the last active admin cannot be demoted)."""
+
+        async def change(who: Principal) -> None:
+            engine = get_runtime().engines.async_
+            await auth.set_role(engine=engine, account_id=_id(account_id), role=Role.parse(str(role)), by=who)
+            self.message = f"Role changed to {role}."
+
+        return await self._act(change)
+
+    @rx.event
+    async def set_disabled(self, account_id: int, disabled: bool):
+        """Disable (its sessions end at once) or enable an account."""
+
+        async def change(who: Principal) -> None:
+            engine = get_runtime().engines.async_
+            if disabled is True:
+                await auth.disable(engine=engine, account_id=_id(account_id), by=who)
+                self.message = "Account disabled: its open tabs lose access at their next action."
+            else:
+                await auth.enable(engine=engine, account_id=_id(account_id), by=who)
+                self.message = "Account enabled."
+
+        return await self._act(change)
+
+
+def _id(value: Any) -> int:
+    """An account id from the browser (an int, not a bool), else ``AuthError``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise AuthError("No such account")
+    return value

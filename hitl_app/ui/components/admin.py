@@ -1,0 +1,150 @@
+"""The admin page (/admin): invite people, create accounts with a temporary password, set roles,
+disable. Names and emails are text nodes, never markup."""
+
+# Tested by: tests/e2e/test_accounts.py
+
+from __future__ import annotations
+
+import reflex as rx
+
+from hitl_app.ui import theme
+from hitl_app.ui.admin_state import ROLES, AccountRow, AdminState
+from hitl_app.ui.components.user_menu import user_menu
+
+_SELECT = {"padding": "6px 8px", "borderRadius": "6px", "border": "1px solid var(--gray-7)",
+           "background": "var(--color-background)",
+           "fontSize": "14px", "height": "34px", "boxSizing": "border-box"}
+_INPUT = {**_SELECT, "width": "100%"}
+
+
+def _role_select(testid: str, wide: bool = False, **props) -> rx.Component:
+    style = {**_SELECT, "width": "100%"} if wide else _SELECT
+    return rx.el.select(*[rx.el.option(r, value=r) for r in ROLES], data_testid=testid, style=style, **props)
+
+
+def _text_input(name: str, kind: str, testid: str) -> rx.Component:
+    return rx.el.input(name=name, type=kind, required=True, data_testid=testid, style=_INPUT)
+
+
+def _labelled(label: str, control: rx.Component) -> rx.Component:
+    return rx.el.label(rx.text(label, size="1", weight="medium"), control,
+                       style={"display": "flex", "flexDirection": "column", "gap": "4px", "flex": "1 1 160px", "minWidth": "0"})
+
+
+def _invite_form() -> rx.Component:
+    """Email + role -> a one-time invite link."""
+    return rx.card(
+        rx.form(
+            rx.vstack(
+                rx.heading("Invite by link", size="3"),
+                rx.text("They choose their own name and password. The link works once.", size="2", color=theme.MUTED),
+                rx.flex(
+                    _labelled("Email", _text_input("email", "email", "invite-email")),
+                    _labelled("Role", _role_select("invite-role", name="role", default_value="member", wide=True)),
+                    gap="3", wrap="wrap", width="100%",
+                ),
+                rx.button(rx.icon("link", size=14), "Create invite link", type="submit", data_testid="invite-submit"),
+                spacing="3", width="100%",
+            ),
+            on_submit=AdminState.invite, reset_on_submit=True,
+        ),
+        flex="1 1 320px",
+    )
+
+
+def _temporary_form() -> rx.Component:
+    """Email + name + role -> an account with a temporary password."""
+    return rx.card(
+        rx.form(
+            rx.vstack(
+                rx.heading("Create with a temporary password", size="3"),
+                rx.text("You hand over the password; they must change it at first sign-in.", size="2", color=theme.MUTED),
+                rx.flex(
+                    _labelled("Email", _text_input("email", "email", "temp-email")),
+                    _labelled("Name", _text_input("name", "text", "temp-name")),
+                    _labelled("Role", _role_select("temp-role", name="role", default_value="member", wide=True)),
+                    gap="3", wrap="wrap", width="100%",
+                ),
+                rx.button(rx.icon("key-round", size=14), "Create account", type="submit", data_testid="temp-submit"),
+                spacing="3", width="100%",
+            ),
+            on_submit=AdminState.create_temporary, reset_on_submit=True,
+        ),
+        flex="1 1 320px",
+    )
+
+
+def _result() -> rx.Component:
+    """The last action's outcome: an error, or a message with the link / password to hand over."""
+    secret = rx.cond(AdminState.invite_link != "", AdminState.invite_link, AdminState.temporary_password)
+    return rx.fragment(
+        rx.cond(
+            AdminState.error != "",
+            rx.callout(AdminState.error, color_scheme="red", icon="triangle-alert", width="100%", data_testid="admin-error"),
+        ),
+        rx.cond(
+            AdminState.message != "",
+            rx.callout(
+                rx.vstack(
+                    rx.text(AdminState.message, size="2"),
+                    rx.cond(
+                        secret != "",
+                        rx.code(secret, size="2", data_testid="admin-secret",
+                                style={"wordBreak": "break-all", "userSelect": "all"}),
+                    ),
+                    spacing="2",
+                ),
+                icon="info", width="100%", data_testid="admin-message",
+            ),
+        ),
+    )
+
+
+def _account_row(row: AccountRow) -> rx.Component:
+    disabled = row.status == "disabled"
+    return rx.table.row(
+        rx.table.cell(rx.text(row.name, size="2", weight="medium"), rx.text(row.email, size="1", color=theme.MUTED)),
+        rx.table.cell(_role_select("role-select", value=row.role, on_change=lambda v: AdminState.set_role(row.account_id, v))),
+        rx.table.cell(
+            rx.badge(row.status, color_scheme=rx.cond(disabled, "red", rx.cond(row.status == "active", "green", "amber")))
+        ),
+        rx.table.cell(
+            rx.cond(
+                disabled,
+                rx.button("Enable", size="1", variant="soft", data_testid="enable-account",
+                          on_click=AdminState.set_disabled(row.account_id, False)),
+                rx.button("Disable", size="1", variant="soft", color_scheme="red", data_testid="disable-account",
+                          on_click=AdminState.set_disabled(row.account_id, True)),
+            )
+        ),
+        custom_attrs={"data-email": row.email},
+        data_testid="account-row",
+        align="center",
+    )
+
+
+def admin_page() -> rx.Component:
+    """/admin (on_load ``AdminState.load``): admins only."""
+    return rx.vstack(
+        rx.flex(
+            rx.hstack(rx.link("← Chat", href="/", size="2"), rx.heading("Accounts", size="5"), align="center", spacing="4"),
+            user_menu(),
+            justify="between", align="center", width="100%",
+        ),
+        rx.flex(_invite_form(), _temporary_form(), gap="4", wrap="wrap", width="100%"),
+        _result(),
+        rx.box(
+            rx.table.root(
+                rx.table.header(rx.table.row(*[rx.table.column_header_cell(h) for h in ("Person", "Role", "Status", "")])),
+                rx.table.body(rx.foreach(AdminState.accounts, _account_row)),
+                width="100%", size="2",
+            ),
+            width="100%", overflow_x="auto", data_testid="admin-users",
+        ),
+        padding=["16px", "16px", "24px"],
+        spacing="4",
+        width="100%",
+        max_width="960px",
+        margin="0 auto",
+        box_sizing="border-box",
+    )
