@@ -92,9 +92,7 @@ def audit_page() -> rx.Component:
             rx.hstack(
                 rx.button("Export CSV", on_click=AuditState.export_csv, variant="soft", data_testid="audit-export-csv"),
                 rx.button("Export JSON", on_click=AuditState.export_json, variant="soft", data_testid="audit-export-json"),
-                user_menu(),
-                spacing="3",
-                align="center",
+                user_menu(), spacing="3", align="center",
             ),
             justify="between",
             align="center",

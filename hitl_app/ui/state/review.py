@@ -15,8 +15,8 @@ from typing import Any
 import reflex as rx
 from reflex.event import EventSpec
 
-from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft
 from hitl_app.auth import Principal
+from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft
 from hitl_app.review.types import PendingReview, decision_payload
 from hitl_app.review.validate import args_json_schema
 from hitl_app.runtime import get_runtime, get_service
