@@ -413,9 +413,9 @@ async def test_reconnect_with_same_token_finds_the_thread_and_pending_review(ser
     ids=["long-multiline-formula", "number", "list", "bidi"],
 )
 async def test_a_forged_stored_reviewer_name_is_checked_like_a_typed_one(server: AppServer, stored):
-    """Review M7: the reviewer name arrives from the page's storage at hydration, bypassing the
-    header form's 1-40 character rule. Whatever the page sends, deciding works and the audit
-    trail records a checked name (here: anonymous), never the forged text."""
+    """Review M7: a reviewer name arrives from the page's storage at hydration. Whatever the page
+    sends, deciding works and the audit trail names the signed-in account (its display name, set
+    by the server), never the forged text."""
     c = WsClient(server.url)
     c.reviewer = stored  # what a forged page puts in localStorage / the hydrate event
     await c.connect()
@@ -426,9 +426,8 @@ async def test_a_forged_stored_reviewer_name_is_checked_like_a_typed_one(server:
         await start_review(c, f"email {to} about names: checked")
         await c.call("ReviewState.choose", index=0, kind="approve")
         await submit_and_finish(c)
-        assert c.session.get("reviewer_label") == "anonymous"
         [row] = app_db.audit_rows(server.data_dir, tid)
-        assert row["reviewer"] == "anonymous"
+        assert row["reviewer"] == f"Tester {c.browser_id[:6]}" and row["reviewer_id"] == str(c.account_id)
         assert app_db.outbox(server.data_dir).count(to) == 1
     finally:
         await c.close()
