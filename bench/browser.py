@@ -126,8 +126,18 @@ class BrowserBench:
         self.browser.close()
         self._pw.stop()
 
-    def _page(self, thread_id: str | None = None):
+    def _context(self):
+        """A new browser context (1280x900) signed in as its own member account."""
+        from tests.helpers import accounts
+        from tests.helpers.app_server import SERVERS
+
         context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        who = SERVERS[self.base_url.rstrip("/")].sign_in(str(uuid.uuid4()))
+        context.add_cookies([accounts.browser_cookie(self.base_url, who.token)])
+        return context
+
+    def _page(self, thread_id: str | None = None):
+        context = self._context()
         context.add_init_script(INIT_JS)
         page = context.new_page()
         page.set_default_timeout(120_000)
@@ -227,7 +237,7 @@ class BrowserBench:
         messages (``MESSAGE_PAGE``, the latest ones: the page shows no more before "Show earlier") are in the DOM."""
         from hitl_app.ui.rows import MESSAGE_PAGE
 
-        context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        context = self._context()
         context.add_init_script(INIT_JS + f"\nwindow.__bench.msgTarget = {min(n_messages, MESSAGE_PAGE)};")
         page = context.new_page()
         page.set_default_timeout(120_000)

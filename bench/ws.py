@@ -35,6 +35,18 @@ REVIEW = f"{SESSION}.hitl_app___ui___state___review____review_state"
 SUFFIX = "_rx_state_"
 
 
+async def sign_in(base_url: str, key: str) -> str:
+    """A session token for a member account named after ``key`` on the bench's server at ``base_url``.
+
+    Every page and event needs a signed-in account; the account is created in the server's own
+    database and signed in through its real ``/auth`` route (``AppServer.asign_in``, the same path
+    the tests take). Raises KeyError if ``base_url`` is not a server this process started.
+    """
+    from tests.helpers.app_server import SERVERS
+
+    return (await SERVERS[base_url.rstrip("/")].asign_in(key)).token
+
+
 class ReflexClient:
     """One simulated browser tab on ``base_url`` (``http://127.0.0.1:PORT``).
 
@@ -45,8 +57,11 @@ class ReflexClient:
         state: merged deltas, ``{state_name: {var: value}}`` (var names without the suffix).
     """
 
-    def __init__(self, base_url: str, browser_id: str | None = None, version: str = "0.10.1"):
+    def __init__(
+        self, base_url: str, browser_id: str | None = None, version: str = "0.10.1", session_token: str | None = None
+    ):
         self.base_url = base_url.rstrip("/")
+        self.session_token = session_token
         self.token = str(uuid.uuid4())
         self.browser_id = browser_id or str(uuid.uuid4())
         self.version = version
@@ -70,9 +85,14 @@ class ReflexClient:
     async def connect(self, thread_id: str) -> None:
         """Open the socket and hydrate ``/thread/<thread_id>`` (runs on_load); waits until hydrated."""
         self.thread_id = thread_id
+        if self.session_token is None:
+            self.session_token = await sign_in(self.base_url, self.browser_id)
         self.session = aiohttp.ClientSession()
         url = self.base_url.replace("http", "ws", 1) + f"/_event/?token={self.token}&EIO=4&transport=websocket"
-        self.ws = await self.session.ws_connect(url, protocols=[self.version], compress=15, max_msg_size=0, autoping=False)
+        self.ws = await self.session.ws_connect(
+            url, protocols=[self.version], compress=15, max_msg_size=0, autoping=False,
+            headers={"Cookie": f"hitl_session={self.session_token}"},
+        )
         self.compressed = bool(self.ws.compress)
         proto = self.ws._conn.protocol  # aiohttp's ResponseHandler: every TCP read after the upgrade
         inner = proto.data_received
