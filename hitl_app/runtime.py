@@ -8,6 +8,7 @@ shutdown; importing this module has no side effects. Event handlers reach the se
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -25,6 +26,8 @@ from hitl_app.settings import Settings, get_settings
 from hitl_app.store.db import Engines, create_schema, make_engines
 from hitl_app.threads.bus import RunBus
 from hitl_app.threads.bus_local import LocalRunBus
+from hitl_app.threads.inbox import ReviewInbox, ReviewReminders
+from hitl_app.threads.mailer import SmtpConfig
 from hitl_app.threads.limits import RunLimits
 from hitl_app.threads.service import ThreadService
 from hitl_app.threads.sweeper import Sweeper
@@ -36,13 +39,14 @@ log = logging.getLogger("hitl_app")
 class Runtime:
     """What the lifespan opened: settings, database engines, the thread service and its sweeper
     (deadlines and undo windows, ``hitl_app.threads.sweeper``); ``risks``: tool name -> ``ToolRisk``
-    from the policy (the cards' risk badges)."""
+    from the policy (the cards' risk badges); ``inbox``: the review inbox (``hitl_app.threads.inbox``)."""
 
     settings: Settings
     engines: Engines
     service: ThreadService
     sweeper: Sweeper | None = None
     risks: dict[str, Any] = field(default_factory=dict)
+    inbox: ReviewInbox | None = None
 
 
 _runtime: Runtime | None = None
@@ -58,6 +62,27 @@ def get_runtime() -> Runtime:
 def get_service() -> ThreadService:
     """The thread service of this process (see ``get_runtime``)."""
     return get_runtime().service
+
+
+def get_inbox() -> ReviewInbox:
+    """The review inbox of this process (see ``get_runtime``)."""
+    runtime = get_runtime()
+    if runtime.inbox is None:
+        runtime.inbox = ReviewInbox(runtime.engines, runtime.service.rights, runtime.service.bus.reviews)
+    return runtime.inbox
+
+
+def reminders_for(settings: Settings, service: ThreadService) -> ReviewReminders | None:
+    """The reminder mail sweep when ``HITL_SMTP_HOST`` is set, else None."""
+    if not settings.smtp_host:
+        return None
+    smtp = SmtpConfig(
+        host=settings.smtp_host, port=settings.smtp_port, sender=settings.smtp_from or "", user=settings.smtp_user,
+        password=settings.smtp_password.get_secret_value() if settings.smtp_password else None,
+    )
+    return ReviewReminders(
+        service.engines, service.rights, smtp, after_s=settings.review_reminder_minutes * 60, public_url=settings.public_url
+    )
 
 
 
@@ -130,6 +155,9 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
             sweeper = Sweeper(service, interval=settings.sweep_seconds)
             sweeper.start()
             _runtime = Runtime(settings=settings, engines=engines, service=service, sweeper=sweeper, risks=policy_risks(settings))
+            get_inbox()
+            reminders = reminders_for(settings, service)
+            reminding = asyncio.create_task(reminders.run(), name="review-reminders") if reminders else None
             log.info(
                 "hitl_app started: pid=%s model=%s agent=%s database=%s bus=%s",
                 os.getpid(), settings.model, settings.agent or "built-in", safe_url(engines.url), type(bus).__name__,
@@ -138,6 +166,10 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
                 yield _runtime
             finally:
                 _runtime = None
+                if reminding is not None:
+                    reminding.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await reminding
                 await sweeper.aclose()
                 await bus.aclose()
     finally:

@@ -21,6 +21,11 @@ Every knob the app has lives here, so no other module reads ``os.environ``. Vari
 | HITL_OIDC_ISSUER   | unset                 | OpenID Connect issuer URL; set it to offer single sign-on |
 | HITL_OIDC_CLIENT_ID / HITL_OIDC_CLIENT_SECRET | unset | the app's client at that issuer             |
 | HITL_OIDC_ROLE_CLAIM | unset               | id_token claim holding the role (else the admin sets it)  |
+| HITL_SMTP_HOST / HITL_SMTP_PORT | unset / ``587`` | SMTP server for review reminder mails (unset: no mail) |
+| HITL_SMTP_USER / HITL_SMTP_PASSWORD | unset | SMTP login (STARTTLS is used when the server offers it) |
+| HITL_SMTP_FROM     | unset                 | sender address of reminder mails (needed with a host)     |
+| HITL_REVIEW_REMINDER_MINUTES | ``30``      | a reviewer who has not opened a review by then is mailed  |
+| HITL_PUBLIC_URL    | ``http://localhost:3000`` | the app's address as people open it (links in mails)  |
 | HITL_RUN_TIMEOUT_SECONDS | ``600``         | wall-clock limit of one run; then it is stopped           |
 | HITL_RUN_MAX_STEPS | ``50``                | graph steps per run (LangGraph ``recursion_limit``)       |
 | HITL_RUNS_PER_OWNER | ``3``                | runs one owner may have going at once (per worker)        |
@@ -48,7 +53,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import AliasChoices, Field, PrivateAttr, field_validator, model_validator
+from pydantic import AliasChoices, Field, PrivateAttr, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 _POSTGRES_PREFIXES = ("postgresql+psycopg://", "postgresql://", "postgres://")
@@ -143,6 +148,13 @@ class Settings(BaseSettings):
     files_max_count: int = Field(default=500, ge=1, le=1_000_000, alias="HITL_FILES_MAX_COUNT")
     files_max_bytes: int = Field(default=10_000_000, ge=1_000, le=100_000_000_000, alias="HITL_FILES_MAX_BYTES")
     # ---- end of tool bounds ----
+    smtp_host: str | None = Field(default=None, alias="HITL_SMTP_HOST")
+    smtp_port: int = Field(default=587, ge=1, le=65_535, alias="HITL_SMTP_PORT")
+    smtp_user: str | None = Field(default=None, alias="HITL_SMTP_USER")
+    smtp_password: SecretStr | None = Field(default=None, alias="HITL_SMTP_PASSWORD")
+    smtp_from: str | None = Field(default=None, alias="HITL_SMTP_FROM")
+    review_reminder_minutes: float = Field(default=30.0, gt=0, le=7 * 24 * 60, alias="HITL_REVIEW_REMINDER_MINUTES")
+    public_url: str = Field(default="http://localhost:3000", alias="HITL_PUBLIC_URL")
 
     @field_validator("data_dir")
     @classmethod
@@ -152,6 +164,10 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _parse_database_url(self) -> Settings:
         self._database = DatabaseURL.parse(self.database_url or f"sqlite:///{self.data_dir / 'hitl.sqlite'}")
+        if self.smtp_host and not (self.smtp_from or "").strip():
+            raise ValueError("HITL_SMTP_HOST is set: also set HITL_SMTP_FROM (the reminder mails' sender address)")
+        if not self.public_url.startswith(("http://", "https://")):
+            raise ValueError("HITL_PUBLIC_URL must start with http:// or https://")
         return self
 
     @property

@@ -56,9 +56,25 @@ class AuditEntry:
     args_executed: dict[str, Any] | None = None
 
 
+def review_cards(review: PendingReview) -> list[dict[str, Any]]:
+    """The review's cards as stored in ``ReviewRequestRecord.cards``:
+    ``[{"name", "args", "allowed_decisions"}]``, one per action request, in order."""
+    return [
+        {"name": a.name, "args": dict(a.args), "allowed_decisions": list(c.allowed_decisions)}
+        for a, c in zip(review.action_requests, review.review_configs, strict=True)
+    ]
+
+
 async def record_review_requested(*, session: AsyncSession, review: PendingReview) -> None:
-    """Write the review's "requested" row once per interrupt, however often it is read; commits."""
-    if await session.get(ReviewRequestRecord, review.interrupt_id) is not None:
+    """Write the review's "requested" row once per interrupt, however often it is read; commits.
+
+    A row an older version wrote without ``cards`` gets them now (its time stays)."""
+    existing = await session.get(ReviewRequestRecord, review.interrupt_id)
+    if existing is not None:
+        if existing.cards is None:
+            existing.cards = review_cards(review)
+            session.add(existing)
+            await session.commit()
         return
     session.add(
         ReviewRequestRecord(
@@ -66,6 +82,7 @@ async def record_review_requested(*, session: AsyncSession, review: PendingRevie
             thread_id=review.thread_id,
             action_count=len(review.action_requests),
             tool_names=",".join(a.name for a in review.action_requests)[:2000],
+            cards=review_cards(review),
         )
     )
     try:

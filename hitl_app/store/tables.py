@@ -1,7 +1,8 @@
 """SQLModel tables owned by the app (not by LangGraph).
 
 App database (``DATABASE_URL``): ``ThreadRecord`` (thread index), ``ReviewRequestRecord`` (one row
-per interrupt shown to a reviewer), ``DecisionDraft`` (each person's decision on each card, kept
+per interrupt shown to a reviewer), ``ReviewReminder`` (who opened or was mailed about a pending
+review), ``DecisionDraft`` (each person's decision on each card, kept
 after the review is decided: the record of who approved), ``AuditRecord`` (one row per decided
 card), ``OutboxMail`` (what
 ``send_email`` sent) and ``ToolEffect`` (the recorded result of each executed tool call, which makes
@@ -80,6 +81,10 @@ class ReviewRequestRecord(SQLModel, table=True):
     action_count: int
     tool_names: str = Field(default="", max_length=2000)
     decided: bool = Field(default=False)
+    cards: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON))
+    """One entry per action request, in order: ``{"name", "args", "allowed_decisions"}`` (what
+    the inbox needs to apply the review rights without reading the checkpoint); NULL on rows an
+    older version wrote until the review is read again."""
 
 
 class AuditRecord(SQLModel, table=True):
@@ -148,6 +153,25 @@ class DecisionDraft(SQLModel, table=True):
     completing: bool = Field(default=False)
 
 
+class ReviewReminder(SQLModel, table=True):
+    """One person's notice state for one pending interrupt: ``opened`` (they opened the thread
+    while it waited) or ``mailed`` (they were sent the reminder mail; ``sending`` while it goes).
+
+    ``(interrupt_id, account_id)`` is unique: the row is written once, and the worker whose insert
+    commits is the one that sends the mail, so a reviewer gets at most one mail per review however
+    many workers look. A person who opened the review first is never mailed for it.
+    """
+
+    __tablename__ = "review_reminders"
+    __table_args__ = (UniqueConstraint("interrupt_id", "account_id", name="uq_reminder_person"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    interrupt_id: str = Field(index=True, max_length=64)
+    account_id: str = Field(max_length=100)
+    state: str = Field(max_length=20)
+    at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
+
+
 class OutboxMail(SQLModel, table=True):
     """A mail ``send_email`` sent. ``tool_call_id`` is unique: a replayed call never sends twice."""
 
@@ -195,6 +219,7 @@ APP_TABLES = [
     table_of(ReviewRequestRecord),
     table_of(DecisionDraft),
     table_of(AuditRecord),
+    table_of(ReviewReminder),
     table_of(OutboxMail),
     table_of(ToolEffect),
 ]

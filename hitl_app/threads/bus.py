@@ -21,6 +21,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
+from hitl_app.threads.review_signal import ReviewSignal
+
 EventKind = Literal["started", "text", "boundary", "ended"]
 RunOutcome = Literal["finished", "interrupted", "failed", "stopped"]
 
@@ -58,6 +60,9 @@ class RunBus(Protocol):
 
     on_stop: Callable[[str], None] | None
     """Called with a thread id when a Stop request for a run this process owns arrives."""
+
+    reviews: ReviewSignal
+    """The review signal on the same backend ("pending reviews changed", see ``review_signal``)."""
 
     async def start(self) -> None:
         """Connect and start background tasks. Raises the backend's connection error if unreachable."""

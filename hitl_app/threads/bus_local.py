@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from hitl_app.threads.bus import RunEvent
+from hitl_app.threads.review_signal import LocalReviewSignal
 
 
 @dataclass
@@ -48,6 +49,7 @@ class LocalRunBus:
         self._starts = 0  # runs opened by this process (every generation is a value of it)
         self._floor = 0  # generation reported for a thread whose entry was dropped
         self.on_stop: Callable[[str], None] | None = None
+        self.reviews = LocalReviewSignal()
 
     async def start(self) -> None:
         """Nothing to start in-process."""

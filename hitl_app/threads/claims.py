@@ -34,6 +34,7 @@ class ReviewClaims:
     _read: Any
     is_running: Any
     desk: Any
+    bus: Any
 
     async def _release_claim(self, interrupt_id: str) -> bool:
         """Release the claim on ``interrupt_id``; False when the database did not answer."""
@@ -43,6 +44,7 @@ class ReviewClaims:
         except Exception:  # noqa: BLE001 - ``load`` releases it once it is stale
             log.exception("review claim not released interrupt=%s", interrupt_id)
             return False
+        await self.bus.reviews.announce()
         return True
 
     async def _note_review(self, review: PendingReview) -> None:
@@ -65,4 +67,5 @@ class ReviewClaims:
             async with self._session() as session:
                 released = await reviews.release_claim(session=session, interrupt_id=review.interrupt_id, claimed_before=cutoff)
         if released:
+            await self.bus.reviews.announce()
             log.warning("released an abandoned review claim thread=%s interrupt=%s", thread_id, review.interrupt_id)

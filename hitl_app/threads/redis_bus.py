@@ -12,7 +12,8 @@ Redis keys (``hitl:`` prefix, ``<t>`` = thread id); every per-thread key has a T
 - ``hitl:run:<t>:seq``   sequence number of the last event (dedupes the catch-up snapshot);
 - ``hitl:run:<t>:gen``   the thread's generation (TTL ``GEN_TTL_S``), a value of the one
   counter ``hitl:generation``, so a key that expired and comes back is still higher than before;
-- channel ``hitl:run:<t>`` events as ``<seq>|<json RunEvent>``; channel ``hitl:stop`` thread ids.
+- channel ``hitl:run:<t>`` events as ``<seq>|<json RunEvent>``; channel ``hitl:stop`` thread ids;
+- ``hitl:reviews:version`` and channel ``hitl:reviews``: the review signal (``bus.reviews``).
 
 Nothing here blocks the event loop: every call uses the asyncio client, with socket timeouts and
 a bounded connection pool. ``publish`` queues the event and one drainer task per process writes
@@ -34,6 +35,7 @@ import redis.asyncio as aredis
 
 from hitl_app.threads.bus import RunEvent
 from hitl_app.threads.redis_fanout import RESYNC, PubSubFanout
+from hitl_app.threads.review_signal import RedisReviewSignal
 
 log = logging.getLogger("hitl_app.threads")
 
@@ -157,6 +159,7 @@ class RedisRunBus:
         self._open = self._r.register_script(_OPEN)
         self._release = self._r.register_script(_RELEASE)
         self.on_stop: Callable[[str], None] | None = None
+        self.reviews = RedisReviewSignal(self._r, self._fanout, prefix)
 
     # ------------------------------------------------------------------ keys
     def _k(self, thread_id: str, what: str) -> str:

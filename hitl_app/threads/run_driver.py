@@ -299,6 +299,8 @@ class RunDriver:
                 await touch_thread(session=session, thread_id=thread_id, owner=None, pending_review=view.pending is not None)
         except Exception:  # noqa: BLE001 - the run's result is already shown; the index lags
             log.exception("thread index not updated after run thread=%s", thread_id)
+        if view.pending is not None:  # a review waits: every inbox re-reads
+            await self.bus.reviews.announce()
 
     async def wait(self, thread_id: str, timeout_s: float = 30) -> None:
         """Wait until this process's run of ``thread_id`` (if any) ends, at most ``timeout_s`` seconds.

@@ -267,6 +267,7 @@ class ThreadService(ReviewClaims):
                 session=self._session, review=review, typed=typed, person=person, owner_id=owner_id,
                 rights=await self.desk.rights_for(review), before_claim=lambda: self.runs.counter.check_start(owner_id),
             )
+            await self.bus.reviews.announce()  # the inbox: a card's approvals, or the review, changed
             if recorded.decisions is None:
                 return None
             if (run_id := await self.desk.resume_or_wait(review, recorded.decisions, owner_id, person, new_grants)) is None:

@@ -1,0 +1,188 @@
+"""The review inbox: pending approval cards across threads, and which of them wait for a person.
+
+Keyword-only functions taking an ``AsyncSession``; they only read.
+
+A review is pending while its ``ReviewRequestRecord`` is not ``decided`` and its thread's index row
+says a review is pending. Its cards come from ``ReviewRequestRecord.cards`` (written with the row,
+see ``record_review_requested``), the decisions drafted so far from ``decision_drafts``, and who
+may decide from the policy's review rights (``hitl_app.review.waiting.waits_for``). The rights
+depend on each card's arguments and drafts, so the last step is done here in Python, over at most
+``scan`` pending reviews (oldest first). A row an older version wrote without ``cards`` shows no
+card until its thread is opened once (``record_review_requested`` fills them in).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import col, select
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from hitl_app.review.rights import DEFAULT_RIGHTS, Card, Person, RecordedDecision, ToolRights
+from hitl_app.review.waiting import approvals_left, waits_for
+from hitl_app.store.accounts import Account
+from hitl_app.store.tables import DecisionDraft, ReviewRequestRecord, ThreadRecord, utcnow
+
+SCAN_LIMIT = 1000
+"""Pending reviews read per query, at most (oldest first)."""
+NO_ACCOUNT = "someone without an account"
+"""Who asked, for a thread made before accounts existed (owned by a browser id)."""
+
+
+@dataclass(frozen=True)
+class PendingCard:
+    """One open approval card of a pending review.
+
+    Attributes:
+        thread_id, thread_title: the thread (its sidebar title).
+        interrupt_id: the pending interrupt; ``action_index`` the card's place in it (from 0).
+        card: the card with its rule and the decisions drafted on it (``hitl_app.review.rights``).
+        owner_id: the thread's owner (the person who asked) as text, ``""`` when unknown.
+        asked_by: the owner's display name now (``NO_ACCOUNT`` for a browser-id owner).
+        requested_at: when the review was first shown (aware UTC).
+    """
+
+    thread_id: str
+    thread_title: str
+    interrupt_id: str
+    action_index: int
+    card: Card
+    owner_id: str
+    asked_by: str
+    requested_at: datetime
+
+
+@dataclass(frozen=True)
+class InboxItem:
+    """One card waiting for the person who asked for the inbox.
+
+    Attributes:
+        pending: the card and its review (see ``PendingCard``).
+        waited_seconds: seconds since the review was first shown, by the server's clock (>= 0).
+        approvals_left: approvals the card still needs (e.g. 2 on a fresh two-person card).
+        approvals_needed: approvals its rule needs in all.
+    """
+
+    pending: PendingCard
+    waited_seconds: float
+    approvals_left: int
+    approvals_needed: int
+
+    @property
+    def tool_name(self) -> str:
+        """The action request's tool name."""
+        return self.pending.card.tool
+
+    @property
+    def args(self) -> Mapping[str, Any]:
+        """The action request's arguments as proposed."""
+        return self.pending.card.args
+
+
+async def pending_cards(
+    *,
+    session: AsyncSession,
+    rights: Mapping[str, ToolRights],
+    requested_before: datetime | None = None,
+    scan: int = SCAN_LIMIT,
+) -> list[PendingCard]:
+    """Every open card of every pending review, oldest review first, then in card order.
+
+    Args:
+        rights: tool name -> review rights from the policy (a tool not named: the owner decides).
+        requested_before: only reviews first shown before this time (aware UTC), e.g. for reminders.
+        scan: pending reviews read, at most.
+    """
+    stmt = (
+        select(ReviewRequestRecord, ThreadRecord)
+        .join(ThreadRecord, col(ThreadRecord.thread_id) == col(ReviewRequestRecord.thread_id))
+        .where(col(ReviewRequestRecord.decided).is_(False), col(ThreadRecord.pending_review).is_(True))
+        .order_by(col(ReviewRequestRecord.requested_at), col(ReviewRequestRecord.interrupt_id))
+        .limit(scan)
+    )
+    if requested_before is not None:
+        stmt = stmt.where(col(ReviewRequestRecord.requested_at) < requested_before)
+    rows = list((await session.exec(stmt)).all())
+    if not rows:
+        return []
+    drafted = await _drafts(session, [r.interrupt_id for r, _ in rows])
+    names = await _names(session, [t.owner or "" for _, t in rows])
+    out: list[PendingCard] = []
+    for request, thread in rows:
+        owner = thread.owner or ""
+        for index, raw in enumerate(request.cards or []):
+            card = _card(raw, owner, rights, drafted.get((request.interrupt_id, index), []))
+            out.append(PendingCard(
+                thread_id=thread.thread_id, thread_title=thread.title, interrupt_id=request.interrupt_id,
+                action_index=index, card=card, owner_id=owner,
+                asked_by=names.get(owner, NO_ACCOUNT), requested_at=request.requested_at,
+            ))
+    return out
+
+
+async def pending_reviews(
+    *,
+    session: AsyncSession,
+    person: Person,
+    rights: Mapping[str, ToolRights],
+    now: datetime | None = None,
+    limit: int = 100,
+) -> list[InboxItem]:
+    """The cards waiting for ``person`` across every thread, oldest review first (at most ``limit``).
+
+    A card waits for them when the policy asks them, it is open, they may decide it and have not
+    yet (``hitl_app.review.waiting.waits_for``). ``now`` (aware UTC, default now) gives the waits.
+    """
+    now = now or utcnow()
+    items = []
+    for pending in await pending_cards(session=session, rights=rights):
+        if not waits_for(pending.card, person):
+            continue
+        rule = pending.card.rule
+        items.append(InboxItem(
+            pending=pending,
+            waited_seconds=max(0.0, (now - pending.requested_at).total_seconds()),
+            approvals_left=approvals_left(pending.card),
+            approvals_needed=rule.approvals,
+        ))
+        if len(items) >= limit:
+            break
+    return items
+
+
+def _card(raw: Any, owner: str, rights: Mapping[str, ToolRights], recorded: Sequence[RecordedDecision]) -> Card:
+    """A ``Card`` from one stored ``{"name", "args", "allowed_decisions"}`` entry."""
+    raw = raw if isinstance(raw, dict) else {}
+    name = str(raw.get("name", ""))
+    args = raw.get("args") if isinstance(raw.get("args"), dict) else {}
+    allowed = [str(t) for t in raw.get("allowed_decisions") or []]
+    return Card.for_request(
+        {"name": name, "args": args}, allowed, owner_id=owner, rights=rights.get(name, DEFAULT_RIGHTS), recorded=recorded
+    )
+
+
+async def _drafts(session: AsyncSession, interrupt_ids: list[str]) -> dict[tuple[str, int], list[RecordedDecision]]:
+    """(interrupt id, card index) -> the decisions drafted on it, oldest first."""
+    stmt = (
+        select(DecisionDraft)
+        .where(col(DecisionDraft.interrupt_id).in_(interrupt_ids))
+        .order_by(col(DecisionDraft.interrupt_id), col(DecisionDraft.seq))
+    )
+    out: dict[tuple[str, int], list[RecordedDecision]] = {}
+    for d in (await session.exec(stmt)).all():
+        out.setdefault((d.interrupt_id, d.action_index), []).append(
+            RecordedDecision(d.account_id, d.display_name, d.decision_type, d.role or "")
+        )
+    return out
+
+
+async def _names(session: AsyncSession, owners: list[str]) -> dict[str, str]:
+    """Owner string -> the account's display name now (owners that are account ids only)."""
+    ids = {int(o) for o in owners if o.isdigit() and len(o) < 19}
+    if not ids:
+        return {}
+    rows = (await session.exec(select(Account).where(col(Account.id).in_(ids)))).all()
+    return {str(a.id): a.display_name for a in rows}
