@@ -270,3 +270,19 @@ def test_implementation_has_every_protocol_method_with_the_same_signature(implem
             assert inspect.isasyncgenfunction(mine), name
         else:
             assert inspect.iscoroutinefunction(mine) == inspect.iscoroutinefunction(member), name
+
+
+async def test_review_signal_wakes_a_waiter_on_another_worker(buses):
+    """``bus.reviews``: an announcement in one worker wakes a tab's waiter in another; a waiter
+    that is already behind returns at once; with nothing announced it times out."""
+    a, b = buses
+    before = await b.reviews.version()
+    assert await b.reviews.wait(before, timeout=0.2) is False
+    waiter = asyncio.create_task(b.reviews.wait(before, timeout=5))
+    await asyncio.sleep(0.2)  # the waiter is listening
+    assert not waiter.done()
+    started = time.monotonic()
+    await a.reviews.announce()
+    assert await waiter is True and time.monotonic() - started < 2
+    assert await b.reviews.version() > before
+    assert await b.reviews.wait(before, timeout=0.01) is True  # behind already: no wait
