@@ -26,11 +26,13 @@ from hitl_app.ui.auth_state import AuthState
 from hitl_app.ui.components.admin import admin_page
 from hitl_app.ui.components.audit import audit_page
 from hitl_app.ui.components.desk_pages import grants_page, metrics_page
+from hitl_app.ui.components.inbox import inbox_page
 from hitl_app.ui.components.shortcuts import REVIEW_KEYS_JS_SRC
 from hitl_app.ui.debug_hooks import probe_routes
 from hitl_app.ui.desk_pages_state import GrantsState, MetricsState
 from hitl_app.ui.desk_state import COUNTDOWN_JS_SRC
 from hitl_app.ui.editor_test_page import register_test_pages
+from hitl_app.ui.inbox_state import INBOX_JS_SRC, InboxState
 from hitl_app.ui.pages import index, thread_page
 from hitl_app.ui.state import ChatState, IndexState
 from hitl_app.ui.state.live import LIVE_JS_SRC, STICK_TO_BOTTOM_JS_SRC
@@ -87,19 +89,21 @@ def with_security_headers(asgi_app):
 # plain <script src> in the document head (pre-rendered, so they run before the app's code and
 # before any server call can use them)
 app = rx.App(
-    head_components=[rx.el.script(src=LIVE_JS_SRC), rx.el.script(src=STICK_TO_BOTTOM_JS_SRC), rx.el.script(src=COUNTDOWN_JS_SRC),
-                     rx.el.script(src=REVIEW_KEYS_JS_SRC)],
+    head_components=[
+        rx.el.script(src=src) for src in (LIVE_JS_SRC, STICK_TO_BOTTOM_JS_SRC, COUNTDOWN_JS_SRC, REVIEW_KEYS_JS_SRC, INBOX_JS_SRC)
+    ],
     frontend_exception_handler=frontend_exception_handler,
     # the test-only probe routes (HITL_TEST_HOOKS=1) sit inside the security headers
     api_transformer=[t for t in (probe_routes(), account_routes(), with_security_headers) if t is not None],
 )
 app.register_lifespan_task(lifespan)
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
-app.add_page(thread_page, route="/thread/[thread_id]", on_load=ChatState.load_thread, title="hitl_app · chat")
+app.add_page(thread_page, route="/thread/[thread_id]", on_load=[ChatState.load_thread, InboxState.refresh], title="hitl_app · chat")
+app.add_page(inbox_page, route="/reviews", on_load=InboxState.refresh, title="hitl_app · reviews")
 app.add_page(sign_in_page, route="/sign-in", on_load=AuthState.load_sign_in, title="hitl_app · sign in")
 app.add_page(invite_page, route="/invite/[token]", on_load=AuthState.load_invite, title="hitl_app · join")
 app.add_page(admin_page, route="/admin", on_load=AdminState.load, title="hitl_app · accounts")
-app.add_page(audit_page, route="/audit", on_load=AuditState.load, title="hitl_app · audit")
-app.add_page(grants_page, route="/grants", on_load=GrantsState.load, title="hitl_app · grants")
-app.add_page(metrics_page, route="/metrics", on_load=MetricsState.load, title="hitl_app · metrics")
+app.add_page(audit_page, route="/audit", on_load=[AuditState.load, InboxState.refresh], title="hitl_app · audit")
+app.add_page(grants_page, route="/grants", on_load=[GrantsState.load, InboxState.refresh], title="hitl_app · grants")
+app.add_page(metrics_page, route="/metrics", on_load=[MetricsState.load, InboxState.refresh], title="hitl_app · metrics")
 register_test_pages(app)  # /test/editor, only when HITL_TEST_HOOKS=1

@@ -27,8 +27,8 @@ from hitl_app.store.db import Engines, create_schema, make_engines
 from hitl_app.threads.bus import RunBus
 from hitl_app.threads.bus_local import LocalRunBus
 from hitl_app.threads.inbox import ReviewInbox, ReviewReminders
-from hitl_app.threads.mailer import SmtpConfig
 from hitl_app.threads.limits import RunLimits
+from hitl_app.threads.mailer import SmtpConfig
 from hitl_app.threads.service import ThreadService
 from hitl_app.threads.sweeper import Sweeper
 

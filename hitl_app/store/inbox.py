@@ -21,10 +21,21 @@ from typing import Any
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from hitl_app.review.rights import DEFAULT_RIGHTS, Card, Person, RecordedDecision, ToolRights
+from hitl_app.review.rights import (
+    DEFAULT_RIGHTS,
+    Card,
+    Person,
+    RecordedDecision,
+    ToolRights,
+)
 from hitl_app.review.waiting import approvals_left, waits_for
 from hitl_app.store.accounts import Account
-from hitl_app.store.tables import DecisionDraft, ReviewRequestRecord, ThreadRecord, utcnow
+from hitl_app.store.tables import (
+    DecisionDraft,
+    ReviewRequestRecord,
+    ThreadRecord,
+    utcnow,
+)
 
 SCAN_LIMIT = 1000
 """Pending reviews read per query, at most (oldest first)."""

@@ -59,7 +59,7 @@ class ReviewInbox:
         try:
             async with self._session() as session:
                 await reminders.note_opened(session=session, interrupt_id=interrupt_id, account_id=str(person.account_id))
-        except Exception:  # noqa: BLE001
+        except Exception:
             log.exception("could not record an opened review interrupt=%s", interrupt_id)
 
 
@@ -131,7 +131,7 @@ class ReviewReminders:
                 await self.sweep()
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - keep sweeping (the database may be back next time)
+            except Exception:
                 log.exception("review reminder sweep failed")
             await asyncio.sleep(self.interval_s)
 

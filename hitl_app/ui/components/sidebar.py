@@ -7,6 +7,7 @@ from __future__ import annotations
 import reflex as rx
 
 from hitl_app.ui import theme
+from hitl_app.ui.inbox_state import InboxState
 from hitl_app.ui.menu_state import MenuState
 from hitl_app.ui.rows import ThreadRow
 from hitl_app.ui.state import ChatState, ThreadListState
@@ -67,6 +68,32 @@ def _click(in_menu: bool, *events) -> dict:
     return {"on_click": handlers} if handlers else {}
 
 
+def inbox_link(in_menu: bool = False) -> rx.Component:
+    """The sidebar entry: "Reviews" and, while cards wait, their count."""
+    return rx.link(
+        rx.hstack(
+            rx.icon("inbox", size=16),
+            rx.text("Reviews", size="2", weight="medium"),
+            rx.spacer(),
+            rx.cond(
+                InboxState.count > 0,
+                rx.badge(InboxState.count, color_scheme="amber", variant="solid", radius="full", data_testid="inbox-count",
+                         aria_label=InboxState.count.to_string() + " reviews waiting"),
+            ),
+            align="center",
+            spacing="2",
+            width="100%",
+        ),
+        href="/reviews",
+        **_click(in_menu),
+        underline="none",
+        color_scheme="gray",
+        high_contrast=True,
+        data_testid="inbox-link",
+        style={"display": "block", "width": "100%", "padding": "6px 8px", "borderRadius": "8px", "_hover": {"background": "var(--gray-3)"}},
+    )
+
+
 def sidebar_body(in_menu: bool = False) -> rx.Component:
     """What the sidebar holds: New chat, this browser's threads (newest first, scrolling up and
     down only), and the Audit and Workspace links. ``in_menu``: rendered in the phone menu, where
@@ -77,6 +104,7 @@ def sidebar_body(in_menu: bool = False) -> rx.Component:
             rx.icon("plus", size=14), "New chat", **_click(in_menu, ThreadListState.new_thread), width="100%",
             data_testid="new-thread"
         ),
+        inbox_link(in_menu),
         # a plain box, not rx.scroll_area: Radix's viewport child is `display: table; min-width: 100%`
         # and grows with the longest title, which pushed the badges out and scrolled sideways
         rx.box(
@@ -132,9 +160,15 @@ def mobile_menu() -> rx.Component:
     """Header button on small screens that opens the sidebar's content as a sheet from the left."""
     return rx.dialog.root(
         rx.dialog.trigger(
-            rx.icon_button(
-                rx.icon("menu", size=18), variant="ghost", aria_label="Threads and menu", data_testid="mobile-menu",
-                display=["flex", "flex", "none"]
+            rx.hstack(
+                rx.icon_button(rx.icon("menu", size=18), variant="ghost", aria_label="Threads and menu", data_testid="mobile-menu"),
+                rx.cond(  # reviews waiting: their count beside the menu button (phones)
+                    InboxState.count > 0,
+                    rx.badge(InboxState.count, color_scheme="amber", variant="solid", radius="full", size="1"),
+                ),
+                align="center",
+                spacing="1",
+                display=["flex", "flex", "none"],
             ),
         ),
         rx.dialog.content(

@@ -20,7 +20,16 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from hitl_app.store.accounts import Account
 from hitl_app.threads.inbox import ReviewInbox, ReviewReminders
 from hitl_app.threads.mailer import SmtpConfig
-from tests.integration.test_review_rights import ADA, APPROVE, DANA, LEE, MIA, RAY, ask, service  # noqa: F401
+from tests.integration.test_review_rights import (  # noqa: F401
+    ADA,
+    APPROVE,
+    DANA,
+    LEE,
+    MIA,
+    RAY,
+    ask,
+    service,
+)
 
 PUBLIC = "https://hitl.example.org"
 
@@ -31,7 +40,7 @@ class Collect:
     def __init__(self) -> None:
         self.messages: list[tuple[list[str], Message]] = []
 
-    async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
+    async def handle_DATA(self, server, session, envelope):
         self.messages.append((list(envelope.rcpt_tos), message_from_bytes(envelope.content)))
         return "250 OK"
 
@@ -65,7 +74,7 @@ def inbox_of(svc) -> ReviewInbox:
     return ReviewInbox(svc.engines, svc.rights, svc.bus.reviews)
 
 
-async def test_a_new_review_signals_and_waits_in_the_right_inboxes_until_decided(service):
+async def test_a_new_review_signals_and_waits_in_the_right_inboxes_until_decided(service):  # noqa: F811 - the fixture above
     inbox = inbox_of(service)
     version = await service.bus.reviews.version()
     woke = asyncio.create_task(service.bus.reviews.wait(version, timeout=10))
@@ -84,7 +93,7 @@ async def test_a_new_review_signals_and_waits_in_the_right_inboxes_until_decided
     assert await inbox.items_for(DANA) == [] and await inbox.items_for(RAY) == []
 
 
-async def test_two_person_rule_the_first_approval_moves_the_card_to_the_other_reviewers(service):
+async def test_two_person_rule_the_first_approval_moves_the_card_to_the_other_reviewers(service):  # noqa: F811 - the fixture above
     inbox = inbox_of(service)
     t, interrupt_id = await ask(service, "pay 5000 to Bob")
     assert [(i.approvals_left, i.approvals_needed) for i in await inbox.items_for(RAY)] == [(2, 2)]
@@ -93,7 +102,7 @@ async def test_two_person_rule_the_first_approval_moves_the_card_to_the_other_re
     assert [(i.approvals_left, i.approvals_needed) for i in await inbox.items_for(RAY)] == [(1, 2)]
 
 
-async def test_one_reminder_per_reviewer_even_with_two_workers_sweeping(service, smtp):
+async def test_one_reminder_per_reviewer_even_with_two_workers_sweeping(service, smtp):  # noqa: F811 - the fixture above
     handler, port = smtp
     await add_accounts(service)
     t, interrupt_id = await ask(service, "pay 500 to Bob")
@@ -114,7 +123,7 @@ async def test_one_reminder_per_reviewer_even_with_two_workers_sweeping(service,
     assert sum(await asyncio.gather(*(w.sweep() for w in workers))) == 0  # never a second mail
 
 
-async def test_a_reminder_that_could_not_be_sent_is_sent_by_a_later_sweep(service, smtp):
+async def test_a_reminder_that_could_not_be_sent_is_sent_by_a_later_sweep(service, smtp):  # noqa: F811 - the fixture above
     handler, port = smtp
     await add_accounts(service)
     await ask(service, "pay 500 to Bob")

@@ -1,0 +1,194 @@
+"""The review inbox of the signed-in person: the /reviews page, the sidebar count, the tab title
+and the browser notification, kept live.
+
+Every page with the sidebar loads it (``InboxState.refresh``) and starts the tab's one inbox
+watcher (``InboxState.watch``, a background task). The watcher waits on the review signal
+(``bus.reviews``: any worker announces a new, drafted or decided review) and re-reads this
+person's inbox from the database, re-checking the sign-in session each time; it also re-reads
+every ``REFRESH_S`` seconds so the waiting times move. Each read is handed to the page's
+``hitlInbox`` (``assets/js/inbox.js``), which sets the title and, when the tab is hidden and the
+person allowed it, shows a notification for a card it has not shown before.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import reflex as rx
+
+from hitl_app.runtime import get_inbox
+from hitl_app.store.inbox import InboxItem
+from hitl_app.ui.state.live import TabWatchers
+from hitl_app.ui.state.session import SessionState, sign_in_redirect
+
+log = logging.getLogger("hitl_app.ui")
+
+INBOX_JS_SRC = "/js/inbox.js"
+"""Defines ``window.hitlInbox`` and the notification helpers (loaded in the page head)."""
+REFRESH_S = 30.0
+"""Seconds between re-reads when nothing is announced (the waiting times move on)."""
+ARGS_CHARS = 140
+"""Longest arguments summary on an inbox row, in characters."""
+
+
+@dataclass
+class InboxRow:
+    """One card waiting for the person, as the page shows it (all text, by the server's clock)."""
+
+    key: str
+    thread_id: str
+    thread_title: str
+    interrupt_id: str
+    tool: str
+    args_text: str
+    asked_by: str
+    waited: str
+    needs: str
+
+
+def waited_text(seconds: float) -> str:
+    """A wait in short words: ``"just now"``, ``"4 min"``, ``"2 h 5 min"``, ``"3 days"``."""
+    minutes = int(seconds // 60)
+    if minutes < 1:
+        return "just now"
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, rest = divmod(minutes, 60)
+    if hours < 24:
+        return f"{hours} h {rest} min" if rest else f"{hours} h"
+    days = hours // 24
+    return f"{days} day{'s' if days != 1 else ''}"
+
+
+def args_text(args: Any) -> str:
+    """``amount: 500 · to: Bob``: the arguments on one line, cut at ``ARGS_CHARS``."""
+    parts = [f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in dict(args).items()]
+    line = " ".join(" · ".join(parts).split())
+    return line if len(line) <= ARGS_CHARS else line[: ARGS_CHARS - 1] + "…"
+
+
+def needs_text(item: InboxItem) -> str:
+    """``"needs 1 approval"``, ``"needs 1 more approval (2 in all)"``, or for a final-only card
+    (e.g. ``respond``) ``"needs your answer"``."""
+    left, needed = item.approvals_left, item.approvals_needed
+    if "approve" not in item.pending.card.allowed_decisions and "edit" not in item.pending.card.allowed_decisions:
+        return "needs your answer"
+    unit = "approval" if left == 1 else "approvals"
+    return f"needs {left} {unit}" if left == needed else f"needs {left} more {unit} ({needed} in all)"
+
+
+def row_of(item: InboxItem) -> InboxRow:
+    """The page row of one inbox item."""
+    p = item.pending
+    return InboxRow(
+        key=f"{p.interrupt_id}:{p.action_index}", thread_id=p.thread_id, thread_title=p.thread_title,
+        interrupt_id=p.interrupt_id, tool=p.card.tool, args_text=args_text(p.card.args), asked_by=p.asked_by,
+        waited=waited_text(item.waited_seconds), needs=needs_text(item),
+    )
+
+
+def inbox_script(rows: list[InboxRow]) -> rx.event.EventSpec:
+    """The page call with this read: count (title) and the cards (notifications for new ones)."""
+    cards = [{"key": r.key, "thread_id": r.thread_id, "tool": r.tool, "asked_by": r.asked_by, "args": r.args_text} for r in rows]
+    return rx.call_script(f"hitlInbox({json.dumps({'count': len(rows), 'cards': cards}, ensure_ascii=False)})")
+
+
+INBOX_WATCHERS = TabWatchers()
+"""This process's inbox watcher per tab (a new one retires the previous one at once)."""
+
+
+async def tab_connected(token: str) -> bool:
+    """False once the tab's websocket is gone from every worker (its watcher then ends); True
+    when that cannot be told (no app running, e.g. in unit tests)."""
+    try:
+        from hitl_app.hitl_app import app
+
+        manager = getattr(app.event_namespace, "_token_manager", None)
+        return True if manager is None else bool(await manager.is_token_connected(token))
+    except Exception:  # noqa: BLE001 - unknown: keep the watcher (it ends with the process)
+        return True
+
+
+class InboxState(SessionState):
+    """The cards waiting for the signed-in person (``rows``), their count, and whether the
+    browser may show notifications (``notify``: ``default``, ``granted``, ``denied`` or
+    ``unsupported``, as the page reported it)."""
+
+    rows: list[InboxRow] = []
+    loaded: bool = False
+    notify: str = ""
+    _watch_id: str = ""
+
+    @rx.var
+    def count(self) -> int:
+        """How many cards wait (the sidebar badge and the tab title)."""
+        return len(self.rows)
+
+    async def _read(self) -> list[Any] | None:
+        """Re-read the inbox for the signed-in person; None when signed out (the rows empty).
+        Private: call inside the state lock."""
+        who = await self.require_principal()
+        if who is None:
+            self.rows, self.loaded = [], False
+            return None
+        inbox = get_inbox()
+        items = await inbox.items_for(who)
+        path = str(self.router.url.path).rstrip("/")
+        if path.startswith("/thread/"):  # opened while a card waits here: no reminder mail for it
+            for item in items:
+                if item.pending.thread_id == path.rsplit("/", 1)[-1]:
+                    await inbox.note_opened(item.pending.interrupt_id, who)
+                    break
+        rows = [row_of(i) for i in items]
+        if rows != self.rows:
+            self.rows = rows
+        self.loaded = True
+        return [inbox_script(rows)]
+
+    @rx.event
+    async def refresh(self):
+        """on_load of every page with the sidebar: read the inbox and start the tab's watcher."""
+        try:
+            events = await self._read()
+        except RuntimeError:  # the server is not started (compile time)
+            return None
+        if events is None:
+            return sign_in_redirect()
+        return [*events, rx.call_script("hitlInboxPermission()", callback=InboxState.set_notify), InboxState.watch]
+
+    @rx.event
+    def set_notify(self, permission: Any) -> None:
+        """What the page says about notifications (``Notification.permission``)."""
+        if permission in ("default", "granted", "denied", "unsupported"):
+            self.notify = permission
+
+    @rx.event(background=True)
+    async def watch(self):
+        """Re-read the inbox whenever the review signal says something changed (any worker), or
+        every ``REFRESH_S``; ends when the tab is gone, signed out, or a newer watcher took over."""
+        token = self.router.session.client_token
+        me = INBOX_WATCHERS.enter(token)
+        try:
+            async with self:
+                self._watch_id = me.watch_id
+            signal = get_inbox().signal
+            version = await signal.version()
+            while True:
+                await signal.wait(version, timeout=REFRESH_S)
+                if not INBOX_WATCHERS.is_current(me) or not await tab_connected(token):
+                    return
+                version = await signal.version()  # before the read: a later change wakes us again
+                async with self:
+                    if self._watch_id != me.watch_id:
+                        return
+                    events = await self._read()
+                if events is None:
+                    yield sign_in_redirect()
+                    return
+                for event in events:
+                    yield event
+        finally:
+            INBOX_WATCHERS.leave(me)

@@ -1,0 +1,151 @@
+"""The review inbox end to end in Chromium, with two browsers (a member and a reviewer) under
+examples/policies/team.toml: the member asks to pay, the reviewer's /reviews shows it live (no
+reload), the sidebar count and the tab title follow, a notification fires while the reviewer's
+tab is hidden (and opens the review when clicked), the item opens the thread with its card, and
+the reviewer's approval empties the inbox. Permission to notify is asked only by the button."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.conftest import watched_page
+from tests.e2e.ui import card, open_new_thread, send, shoot, sign_in_browser
+from tests.helpers.app_server import AppServer
+
+TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
+SHOTS = Path("/work/notes/shots/inbox")
+
+# Records every Notification made (and every permission request), and lets the test say the tab
+# is hidden (document.visibilityState), as a person switching to another tab would.
+SPY = """
+(() => {
+  window.__notes = []; window.__asks = 0; window.__hidden = false;
+  Object.defineProperty(document, 'visibilityState', {configurable: true, get: () => window.__hidden ? 'hidden' : 'visible'});
+  const Real = window.Notification;
+  if (!Real) return;
+  function Spy(title, options) {
+    const record = {title, body: options && options.body, tag: options && options.tag};
+    window.__notes.push(record);
+    let n; try { n = new Real(title, options); } catch (e) { n = {close() {}}; }
+    record.n = n; return n;
+  }
+  Object.defineProperty(Spy, 'permission', {get: () => Real.permission});
+  Spy.requestPermission = (...a) => { window.__asks += 1; return Real.requestPermission(...a); };
+  window.Notification = Spy;
+})();
+"""
+
+
+@pytest.fixture(scope="module")
+def team_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    server = AppServer(tmp_path_factory.mktemp("e2e-inbox"), env={"HITL_POLICY": str(TEAM)})
+    server.start()
+    yield server
+    server.stop()
+
+
+def new_page(browser: Browser, *, grant: bool, viewport: dict | None = None) -> Page:
+    context = browser.new_context(viewport=viewport or {"width": 1280, "height": 900})
+    if grant:
+        context.grant_permissions(["notifications"])
+    context.add_init_script(SPY)
+    return watched_page(context)
+
+
+def close(*pages: Page) -> None:
+    problems = [p for page in pages for p in getattr(page, "problems", [])]
+    for page in pages:
+        page.context.close()
+    assert not problems, f"browser problems: {problems}"
+
+
+def test_a_payment_reaches_the_reviewer_live_with_count_title_and_notification(browser, team_server):
+    member, reviewer = new_page(browser, grant=False), new_page(browser, grant=True)
+    sign_in_browser(member, team_server, role="member", name="May")
+    sign_in_browser(reviewer, team_server, role="reviewer", name="Rex")
+    reviewer.goto(team_server.url + "/reviews")
+    expect(reviewer.get_by_test_id("inbox-empty")).to_be_visible()
+    expect(reviewer.get_by_test_id("inbox-count")).to_have_count(0)
+    assert not reviewer.title().startswith("(")
+    expect(reviewer.get_by_test_id("inbox-notify-on")).to_be_visible()  # granted: no button to press
+    reviewer.evaluate("window.__hidden = true")  # the reviewer switched to another tab
+
+    thread_url = open_new_thread(member, team_server)
+    thread_id = thread_url.rsplit("/", 1)[-1]
+    send(member, "pay 500 to Bob")
+    expect(card(member, 0)).to_be_visible()
+
+    item = reviewer.get_by_test_id("inbox-item")
+    expect(item).to_have_count(1)  # live: no reload
+    expect(item).to_have_attribute("data-thread-id", thread_id)
+    expect(item).to_have_attribute("data-action-name", "transfer_funds")
+    expect(item).to_contain_text("amount: 500")
+    expect(item).to_contain_text("May")
+    expect(item).to_contain_text("needs 1 approval")
+    expect(reviewer.get_by_test_id("inbox-count")).to_have_text("1")
+    expect(reviewer).to_have_title(re.compile(r"^\(1\) hitl_app"))
+    reviewer.wait_for_function("window.__notes.length === 1")
+    note = reviewer.evaluate("({title: __notes[0].title, body: __notes[0].body})")
+    assert note == {"title": "Review waiting: transfer_funds", "body": "May asked: amount: 500 · to: Bob"}
+    assert reviewer.evaluate("window.__asks") == 0  # never asked on load
+    expect(member.get_by_test_id("inbox-count")).to_have_count(0)  # the member may only withdraw it
+
+    _shots(browser, team_server, reviewer)
+
+    reviewer.evaluate("window.__hidden = false; window.__notes[0].n.onclick()")  # the person clicks the notification
+    reviewer.wait_for_url(thread_url)
+    expect(card(reviewer, 0)).to_be_visible()
+    expect(reviewer.get_by_test_id("decision-approve")).to_be_visible()
+    expect(reviewer).to_have_title(re.compile(r"^\(1\) hitl_app"))  # the title keeps the count on the thread page
+
+    reviewer.get_by_test_id("inbox-link").click()
+    reviewer.wait_for_url(re.compile(r".*/reviews$"))
+    reviewer.get_by_test_id("inbox-item").click()  # the item opens the thread with its card
+    reviewer.wait_for_url(thread_url)
+    expect(card(reviewer, 0)).to_be_visible()
+    reviewer.get_by_test_id("decision-approve").click()
+    reviewer.get_by_test_id("submit-decisions").click()
+    expect(reviewer.get_by_test_id("inbox-count")).to_have_count(0)
+    expect(reviewer).not_to_have_title(re.compile(r"^\("))
+    close(member, reviewer)
+
+
+def test_notification_permission_is_asked_only_from_the_button(browser, team_server):
+    page = new_page(browser, grant=False)
+    sign_in_browser(page, team_server, role="reviewer", name="Ria")
+    page.goto(team_server.url + "/reviews")
+    expect(page.get_by_test_id("inbox-empty")).to_be_visible()
+    permission = page.evaluate("Notification.permission")
+    if permission == "default":
+        button = page.get_by_test_id("inbox-notify")
+        expect(button).to_be_visible()
+        page.wait_for_timeout(500)
+        assert page.evaluate("window.__asks") == 0
+        button.click()
+        page.wait_for_function("window.__asks === 1")
+    else:  # this Chromium answers without a prompt: no button to press, and nothing was asked
+        expect(page.get_by_test_id("inbox-notify")).to_have_count(0)
+        assert page.evaluate("window.__asks") == 0
+    close(page)
+
+
+def _shots(browser: Browser, server: AppServer, reviewer: Page) -> None:
+    """Desktop and phone screenshots of the reviewer's inbox with the waiting card."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shoot(reviewer, "inbox-desktop"), SHOTS / "inbox-desktop.png")
+    phone = new_page(browser, grant=False, viewport={"width": 390, "height": 844})
+    phone.context.add_cookies(reviewer.context.cookies())
+    phone.goto(server.url + "/reviews")
+    expect(phone.get_by_test_id("inbox-item")).to_have_count(1)
+    shutil.copy(shoot(phone, "inbox-phone"), SHOTS / "inbox-phone.png")
+    phone.get_by_test_id("mobile-menu").click()
+    expect(phone.get_by_test_id("inbox-count").last).to_have_text("1")
+    phone.wait_for_timeout(600)  # the drawer's opening animation
+    shutil.copy(shoot(phone, "inbox-phone-menu"), SHOTS / "inbox-phone-menu.png")
+    close(phone)
