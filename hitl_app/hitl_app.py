@@ -98,7 +98,9 @@ app = rx.App(
 )
 app.register_lifespan_task(lifespan)
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
-app.add_page(thread_page, route="/thread/[thread_id]", on_load=[ChatState.load_thread, InboxState.refresh], title="hitl_app · chat")
+app.add_page(
+    thread_page, route="/thread/[thread_id]", on_load=[ChatState.load_thread, InboxState.refresh], title="hitl_app · chat"
+)
 app.add_page(inbox_page, route="/reviews", on_load=InboxState.refresh, title="hitl_app · reviews")
 app.add_page(sign_in_page, route="/sign-in", on_load=AuthState.load_sign_in, title="hitl_app · sign in")
 app.add_page(invite_page, route="/invite/[token]", on_load=AuthState.load_invite, title="hitl_app · join")

@@ -85,8 +85,6 @@ def reminders_for(settings: Settings, service: ThreadService) -> ReviewReminders
     )
 
 
-
-
 def run_limits(settings: Settings) -> RunLimits:
     """The run limits the settings ask for (``HITL_RUN_TIMEOUT_SECONDS`` ... ``HITL_MAX_RUNS``)."""
     return RunLimits(
@@ -107,6 +105,32 @@ def make_bus(settings: Settings) -> RunBus:
     return LocalRunBus()
 
 
+def _settings_from_env() -> Settings:
+    """``get_settings()``; raises ``StartupError`` naming each bad environment value."""
+    try:
+        return get_settings()
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise StartupError(f"bad environment setting: {problems}") from exc
+
+
+def _open_database(settings: Settings) -> Engines:
+    """The data directory, the engines and the app schema; raises ``StartupError`` for a bad
+    ``DATABASE_URL`` or a database that does not answer."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        engines = make_engines(settings.database, pool_size=settings.db_pool_size)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from exc
+    try:
+        create_schema(engines)
+    except OperationalError as exc:
+        engines.sync.dispose()
+        reason = " ".join(str(exc.orig or exc).split())[:300]
+        raise StartupError(f"cannot open the database DATABASE_URL={safe_url(settings.resolved_database_url)}: {reason}") from exc
+    return engines
+
+
 @contextlib.asynccontextmanager
 async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtime]:
     """Open everything the app needs and close it on exit.
@@ -124,23 +148,8 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
     from hitl_app.threads.agent_loader import load_agent, policy_desks, policy_rights, policy_risks
 
     warnings.filterwarnings("ignore", category=LangChainBetaWarning)
-    if settings is None:
-        try:
-            settings = get_settings()
-        except ValidationError as exc:
-            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-            raise StartupError(f"bad environment setting: {problems}") from exc
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        engines = make_engines(settings.database, pool_size=settings.db_pool_size)
-    except ValueError as exc:
-        raise StartupError(str(exc)) from exc
-    try:
-        create_schema(engines)
-    except OperationalError as exc:
-        engines.sync.dispose()
-        reason = " ".join(str(exc.orig or exc).split())[:300]
-        raise StartupError(f"cannot open the database DATABASE_URL={safe_url(settings.resolved_database_url)}: {reason}") from exc
+    settings = settings or _settings_from_env()
+    engines = _open_database(settings)
     try:
         async with load_agent(settings, engines) as (graph, validators):
             bus = make_bus(settings)

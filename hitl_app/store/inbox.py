@@ -103,6 +103,7 @@ async def pending_cards(
     """Every open card of every pending review, oldest review first, then in card order.
 
     Args:
+        session: an open session on the app database (only read).
         rights: tool name -> review rights from the policy (a tool not named: the owner decides).
         requested_before: only reviews first shown before this time (aware UTC), e.g. for reminders.
         scan: pending reviews read, at most.

@@ -59,7 +59,7 @@ async def mark_mailed(*, session: AsyncSession, interrupt_id: str, account_id: s
         .where(col(ReviewReminder.interrupt_id) == interrupt_id, col(ReviewReminder.account_id) == account_id)
         .values(state=MAILED, at=utcnow())
     )
-    await session.exec(stmt)  # type: ignore[call-overload]
+    await session.exec(stmt)
     await session.commit()
 
 
@@ -70,7 +70,7 @@ async def release_mail(*, session: AsyncSession, interrupt_id: str, account_id: 
         col(ReviewReminder.account_id) == account_id,
         col(ReviewReminder.state) == SENDING,
     )
-    await session.exec(stmt)  # type: ignore[call-overload]
+    await session.exec(stmt)
     await session.commit()
 
 

@@ -61,8 +61,10 @@ class RunBus(Protocol):
     on_stop: Callable[[str], None] | None
     """Called with a thread id when a Stop request for a run this process owns arrives."""
 
-    reviews: ReviewSignal
-    """The review signal on the same backend ("pending reviews changed", see ``review_signal``)."""
+    @property
+    def reviews(self) -> ReviewSignal:
+        """The review signal on the same backend ("pending reviews changed", see ``review_signal``)."""
+        ...
 
     async def start(self) -> None:
         """Connect and start background tasks. Raises the backend's connection error if unreachable."""

@@ -94,7 +94,8 @@ def reminder_text(cards: list[PendingCard], person: _AccountPerson, link: str, n
     subject = f"Review waiting for you: {tools} ({first.asked_by})"
     lines = [f"Hello {one_line(person.display_name, 100)},", "",
              f"{one_line(first.asked_by, 100)} asked the agent for an action that waits for your decision,",
-             f"in the thread \"{one_line(first.thread_title, 80)}\", for {waited_words((now - first.requested_at).total_seconds())} now:", ""]
+             f"in the thread \"{one_line(first.thread_title, 80)}\", "
+             f"for {waited_words((now - first.requested_at).total_seconds())} now:", ""]
     for c in cards:
         args = ", ".join(f"{k}: {one_line(str(v), 60)}" for k, v in list(c.card.args.items())[:6])
         lines.append(f"  - {c.card.tool}({one_line(args, 300)})")
@@ -153,7 +154,7 @@ class ReviewReminders:
                 if key not in done and waits_for(card.card, person):
                     plan.setdefault(key, (person, []))[1].append(card)
         sent = 0
-        for (interrupt_id, account_id), (person, cards) in plan.items():
+        for (interrupt_id, _account_id), (person, cards) in plan.items():
             sent += await self._mail_one(interrupt_id, person, cards, now)
         return sent
 
@@ -165,9 +166,13 @@ class ReviewReminders:
         link = f"{self.public_url}/thread/{cards[0].thread_id}"
         subject, body = reminder_text(cards, person, link, now)
         try:
-            await send_mail(self.smtp, build_message(self.smtp, to=person.email, to_name=person.display_name, subject=subject, body=body))
+            message = build_message(self.smtp, to=person.email, to_name=person.display_name, subject=subject, body=body)
+            await send_mail(self.smtp, message)
         except Exception as exc:  # noqa: BLE001 - released: the next sweep tries again
-            log.warning("review reminder not sent account=%s interrupt=%s: %s: %s", person.account_id, interrupt_id, type(exc).__name__, exc)
+            log.warning(
+                "review reminder not sent account=%s interrupt=%s: %s: %s",
+                person.account_id, interrupt_id, type(exc).__name__, exc,
+            )
             async with self._session() as session:
                 await reminders.release_mail(session=session, interrupt_id=interrupt_id, account_id=person.account_id)
             return 0

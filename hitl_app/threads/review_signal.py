@@ -1,15 +1,17 @@
 """The review signal: "the pending reviews changed", to every tab of every worker.
 
 A run that ends at a new review, a decision drafted on a card, a review decided or answerable
-again: each ``announce`` s once. Tabs showing the inbox count wait for the next announcement
+again: each announces once (``announce``). Tabs showing the inbox count wait for the next announcement
 (``wait``) and then re-read their own inbox from the database; the signal carries no data, so
 nothing about a review reaches a tab that may not see it.
 
 Each run bus carries one as ``bus.reviews``: ``LocalReviewSignal`` in one process,
 ``RedisReviewSignal`` across workers (a counter key and a channel on the bus's Redis, listened to
 on the worker's one shared pub/sub connection, ``PubSubFanout``). Both keep the ``ReviewSignal``
-contract (``tests/integration/test_bus_contract.py``).
+contract (``tests/integration/threads/test_bus_contract.py``).
 """
+
+# Tested by: tests/integration/threads/test_bus_contract.py, tests/integration/threads/test_review_inbox.py
 
 from __future__ import annotations
 

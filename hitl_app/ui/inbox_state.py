@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import reflex as rx
+from reflex.event import EventSpec
 
 from hitl_app.runtime import get_inbox
 from hitl_app.store.inbox import InboxItem
@@ -90,7 +91,7 @@ def row_of(item: InboxItem) -> InboxRow:
     )
 
 
-def inbox_script(rows: list[InboxRow]) -> rx.event.EventSpec:
+def inbox_script(rows: list[InboxRow]) -> EventSpec:
     """The page call with this read: count (title) and the cards (notifications for new ones)."""
     cards = [{"key": r.key, "thread_id": r.thread_id, "tool": r.tool, "asked_by": r.asked_by, "args": r.args_text} for r in rows]
     return rx.call_script(f"hitlInbox({json.dumps({'count': len(rows), 'cards': cards}, ensure_ascii=False)})")

@@ -19,7 +19,7 @@ from tests.e2e.ui import card, open_new_thread, send, shoot, sign_in_browser
 from tests.helpers.app_server import AppServer
 
 TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
-SHOTS = Path("/work/notes/shots/inbox")
+SHOTS = Path("/work/notes/shots/inbox2")
 
 # Records every Notification made (and every permission request), and lets the test say the tab
 # is hidden (document.visibilityState), as a person switching to another tab would.

@@ -1,5 +1,7 @@
 """The review inbox: the /reviews page and the sidebar's "Reviews" link with its count."""
 
+# Tested by: tests/e2e/test_inbox.py
+
 from __future__ import annotations
 
 import reflex as rx
@@ -30,7 +32,8 @@ def _item(row: InboxRow) -> rx.Component:
                 rx.text("waiting ", row.waited, size="1", color=theme.MUTED, data_testid="inbox-waited"),
                 rx.text("·", size="1", color=theme.MUTED),
                 rx.text("in “", row.thread_title, "”", size="1", color=theme.MUTED,
-                        style={"overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap", "minWidth": "0", "flex": "1"}),
+                        style={"overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap",
+                               "minWidth": "0", "flex": "1"}),
                 spacing="1",
                 width="100%",
                 wrap="wrap",
@@ -122,7 +125,10 @@ def inbox_page() -> rx.Component:
     )
     return rx.hstack(
         sidebar(),
-        rx.vstack(header, rx.box(body, flex="1", overflow_y="auto", width="100%"), flex="1", height="100dvh", spacing="0", min_width="0"),
+        rx.vstack(
+            header, rx.box(body, flex="1", overflow_y="auto", width="100%"), flex="1", height="100dvh", spacing="0",
+            min_width="0",
+        ),
         spacing="0",
         width="100%",
         height="100dvh",

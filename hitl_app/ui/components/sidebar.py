@@ -90,7 +90,10 @@ def inbox_link(in_menu: bool = False) -> rx.Component:
         color_scheme="gray",
         high_contrast=True,
         data_testid="inbox-link",
-        style={"display": "block", "width": "100%", "padding": "6px 8px", "borderRadius": "8px", "_hover": {"background": "var(--gray-3)"}},
+        style={
+            "display": "block", "width": "100%", "padding": "6px 8px", "borderRadius": "8px",
+            "_hover": {"background": "var(--gray-3)"},
+        },
     )
 
 
@@ -161,7 +164,9 @@ def mobile_menu() -> rx.Component:
     return rx.dialog.root(
         rx.dialog.trigger(
             rx.hstack(
-                rx.icon_button(rx.icon("menu", size=18), variant="ghost", aria_label="Threads and menu", data_testid="mobile-menu"),
+                rx.icon_button(
+                    rx.icon("menu", size=18), variant="ghost", aria_label="Threads and menu", data_testid="mobile-menu"
+                ),
                 rx.cond(  # reviews waiting: their count beside the menu button (phones)
                     InboxState.count > 0,
                     rx.badge(InboxState.count, color_scheme="amber", variant="solid", radius="full", size="1"),

@@ -20,7 +20,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from hitl_app.store.accounts import Account
 from hitl_app.threads.inbox import ReviewInbox, ReviewReminders
 from hitl_app.threads.mailer import SmtpConfig
-from tests.integration.test_review_rights import (  # noqa: F401
+from tests.integration.threads.test_review_rights import (  # noqa: F401
     ADA,
     APPROVE,
     DANA,
