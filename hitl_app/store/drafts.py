@@ -54,6 +54,13 @@ async def read_drafts(*, session: AsyncSession, interrupt_id: str) -> list[Decis
     return list((await session.exec(stmt)).all())
 
 
+async def has_decided(*, session: AsyncSession, thread_id: str, account_id: str) -> bool:
+    """True when ``account_id`` recorded a decision on any card of ``thread_id`` (pending or decided
+    review): such a reviewer may still read the thread and follow the run they released."""
+    stmt = select(DecisionDraft.id).where(DecisionDraft.thread_id == thread_id, DecisionDraft.account_id == account_id).limit(1)
+    return (await session.exec(stmt)).first() is not None
+
+
 def next_seq(drafts: Sequence[DecisionDraft]) -> int:
     """The ``seq`` the next decision on the interrupt gets: one past the largest read (0 for none)."""
     return max((d.seq for d in drafts), default=-1) + 1

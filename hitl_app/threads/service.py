@@ -128,8 +128,9 @@ class ThreadService(ReviewClaims):
 
         Args:
             thread_id: the thread to load.
-            viewer: the signed-in person. The owner sees the thread; an admin, or someone who may
-                decide one of its pending cards, sees it read-only (``view.read_only``).
+            viewer: the signed-in person. The owner sees the thread; an admin, someone who may
+                decide one of its pending cards, or who decided one of its cards before, sees it
+                read-only (``view.read_only``).
             owner: instead of ``viewer``, a browser id owning its threads (before accounts).
 
         Records that the pending review was shown, and releases an abandoned claim on it (see
@@ -141,7 +142,9 @@ class ThreadService(ReviewClaims):
         if not is_owner:
             pending = (await self._read(thread_id)).pending
             if not may_view(await self._cards(pending, thread_owner) if pending else [], viewer, thread_owner):
-                raise ThreadError("This thread belongs to someone else.", code="forbidden")
+                async with self._session() as session:
+                    if not await drafts.has_decided(session=session, thread_id=thread_id, account_id=str(viewer.account_id)):
+                        raise ThreadError("This thread belongs to someone else.", code="forbidden")
         snapshot = await self.graph.aget_state(self.config(thread_id))
         if was_stopped(snapshot) and open_tool_calls(snapshot.values.get("messages", []) if snapshot.values else []):
             async with self._lock(thread_id):

@@ -20,6 +20,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from hitl_app.store.accounts import Account
 from hitl_app.threads.inbox import ReviewInbox, ReviewReminders
 from hitl_app.threads.mailer import SmtpConfig
+from hitl_app.threads.types import ThreadError
 from tests.integration.threads.test_review_rights import (  # noqa: F401
     ADA,
     APPROVE,
@@ -100,6 +101,19 @@ async def test_two_person_rule_the_first_approval_moves_the_card_to_the_other_re
     assert await service.submit_review(t, interrupt_id, APPROVE, person=DANA) is None
     assert await inbox.items_for(DANA) == []
     assert [(i.approvals_left, i.approvals_needed) for i in await inbox.items_for(RAY)] == [(1, 2)]
+
+
+async def test_reviewers_who_decided_may_still_read_the_thread_after_the_run_and_others_may_not(service):  # noqa: F811
+    t, interrupt_id = await ask(service, "pay 5000 to Bob")
+    assert await service.submit_review(t, interrupt_id, APPROVE, person=DANA) is None
+    assert await service.submit_review(t, interrupt_id, APPROVE, person=RAY)
+    await service.wait(t)
+    for reviewer in (DANA, RAY):  # they released the run: they see how it ended, read-only
+        view = await service.load(t, viewer=reviewer)
+        assert view.read_only and view.pending is None and view.messages[-1].text == "Paid 5000 to Bob."
+    with pytest.raises(ThreadError) as info:  # a member who never decided on it: still refused
+        await service.load(t, viewer=LEE)
+    assert info.value.code == "forbidden"
 
 
 async def test_one_reminder_per_reviewer_even_with_two_workers_sweeping(service, smtp):  # noqa: F811 - the fixture above
