@@ -21,7 +21,7 @@ from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import ThreadView
 from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, first_line, lock_reason, message_rows, row_keys
-from hitl_app.ui.state.live import WATCHERS, Follow, Retired, SignedOut, closing, idle_wait, live_script, may_follow
+from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, SignedOut, closing, live_script, may_follow
 from hitl_app.ui.state.session import SessionState, ask_identity, owner_of, session_principal, sign_in_redirect
 from hitl_app.ui.state.thread_list import ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
@@ -303,7 +303,7 @@ class ChatState(SessionState):
                 return
             while True:
                 await self._check_session(follow)
-                generation, seen = await service.bus.generation(follow.tid), await service.bus.reviews.version()
+                generation = await service.bus.generation(follow.tid)
                 follow.next_run()
                 async with closing(self._follow_run(follow)) as updates:
                     async for update in updates:
@@ -315,7 +315,10 @@ class ChatState(SessionState):
                 running = await service.is_running(follow.tid)
                 async with self._if_mine(follow):
                     self.streaming = running
-                if not await idle_wait(self, follow, service, generation, seen):
+                if not await service.bus.wait_for_run(follow.tid, after=generation, timeout=WATCH_IDLE_S):
+                    async with self:
+                        if self._watch_id == follow.watch_id:
+                            self._watch_id = ""
                     return
         except SignedOut:
             yield sign_in_redirect()

@@ -161,53 +161,5 @@ async def may_follow(service: Any, follow: Follow) -> bool:
     return True
 
 
-async def wait_run_or_review(bus: Any, thread_id: str, generation: int, reviews_seen: int, timeout: float) -> str:
-    """An idle watcher's wait: ``"run"`` when a run of ``thread_id`` newer than ``generation``
-    starts, ``"review"`` when the review signal (``bus.reviews``) moved past ``reviews_seen`` (a
-    card drafted, a review decided or released, in any worker: the shown cards may be stale), or
-    ``"idle"`` when neither happened within ``timeout`` seconds."""
-    run = asyncio.ensure_future(bus.wait_for_run(thread_id, after=generation, timeout=timeout))
-    review = asyncio.ensure_future(bus.reviews.wait(reviews_seen, timeout))
-    try:
-        done, _ = await asyncio.wait({run, review}, return_when=asyncio.FIRST_COMPLETED)
-        if run in done and run.result():
-            return "run"
-        if review in done and review.result():
-            return "review"
-        other = review if run in done else run  # one timed out: the other's timeout is the same
-        return ("review" if other is review else "run") if await other else "idle"
-    finally:
-        for task in (run, review):
-            task.cancel()
-        await asyncio.gather(run, review, return_exceptions=True)
-
-
-async def reread_cards(state: Any, follow: Follow, service: Any) -> None:
-    """The review signal woke ``state``'s (a ``ChatState``) idle watcher: when the tab shows a
-    review, re-read its cards for this viewer (another reviewer's approval: "1 of 2 approvals")."""
-    async with state._if_mine(follow):
-        shown = bool((await state._review_state()).interrupt_id)
-    if not shown or await service.is_running(follow.tid):
-        return
-    view = await service.load(follow.tid, viewer=follow.viewer)
-    async with state._if_mine(follow):
-        await state._apply_view(view)
-
-
-async def idle_wait(state: Any, follow: Follow, service: Any, generation: int, reviews_seen: int) -> bool:
-    """An idle watcher of ``state`` (a ``ChatState``) waits (``wait_run_or_review``): True to go
-    on (a run started, or the shown cards were re-read after the review signal); False after
-    ``WATCH_IDLE_S`` seconds with neither (the watcher ends; its id is cleared)."""
-    woke = await wait_run_or_review(service.bus, follow.tid, generation, reviews_seen, WATCH_IDLE_S)
-    if woke == "review":
-        await reread_cards(state, follow, service)
-    elif woke == "idle":
-        async with state:
-            if state._watch_id == follow.watch_id:
-                state._watch_id = ""
-        return False
-    return True
-
-
 WATCHERS = TabWatchers()
 """This process's registry of tab watchers."""
