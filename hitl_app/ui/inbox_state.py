@@ -23,6 +23,7 @@ from reflex.event import EventSpec
 from hitl_app.runtime import get_inbox
 from hitl_app.store.inbox import InboxItem
 from hitl_app.ui.state.live import TabWatchers
+from hitl_app.ui.state.review import ReviewState
 from hitl_app.ui.state.session import SessionState, sign_in_redirect
 
 log = logging.getLogger("hitl_app.ui")
@@ -169,8 +170,10 @@ class InboxState(SessionState):
     @rx.event(background=True)
     async def watch(self):
         """Re-read the inbox whenever the review signal says something changed (any worker), or
-        every ``REFRESH_S``; ends when the tab is gone, signed out, or a newer watcher took over."""
+        every ``REFRESH_S``; on a thread page an announcement also re-reads the shown cards
+        (``ReviewState.reread``). Ends when the tab is gone, signed out, or a newer watcher took over."""
         token = self.router.session.client_token
+        path_is_thread = str(self.router.url.path).startswith("/thread/")
         me = INBOX_WATCHERS.enter(token)
         try:
             async with self:
@@ -178,7 +181,7 @@ class InboxState(SessionState):
             signal = get_inbox().signal
             version = await signal.version()
             while True:
-                await signal.wait(version, timeout=REFRESH_S)
+                announced = await signal.wait(version, timeout=REFRESH_S)
                 if not INBOX_WATCHERS.is_current(me) or not await tab_connected(token):
                     return
                 version = await signal.version()  # before the read: a later change wakes us again
@@ -191,5 +194,7 @@ class InboxState(SessionState):
                     return
                 for event in events:
                     yield event
+                if announced and path_is_thread:  # the open thread's cards may have changed too
+                    yield ReviewState.reread
         finally:
             INBOX_WATCHERS.leave(me)

@@ -244,6 +244,22 @@ class ReviewState(CardEditMixin, SessionState):
         self._set(index, answer=text, choice="respond", error="")
 
     @rx.event
+    async def reread(self):
+        """The review signal said reviews changed (``InboxState.watch``, any worker): re-read the
+        shown review's cards for the signed-in person, e.g. another reviewer's approval shows as
+        "1 of 2 approvals: Rex". Nothing while no review is shown or a run streams."""
+        if not self.interrupt_id or (person := await self.require_principal()) is None:
+            return
+        chat = await self.get_state(ChatState)
+        if not chat.tid or chat.streaming:
+            return
+        try:
+            view = await get_service().load(chat.tid, viewer=person)
+        except ThreadError:  # no longer visible to this person: the next load says so
+            return
+        await chat._apply_view(view)
+
+    @rx.event
     async def submit(self):
         """Send all decisions at once; the server checks them against the checkpoint first."""
         if (refused := await self._refuse()) is not None:
