@@ -157,13 +157,12 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
                 await bus.start()
             except Exception as exc:  # noqa: BLE001 - redis raises several connection errors
                 raise StartupError(f"cannot reach Redis at {safe_url(settings.redis_url or '')}: {exc}") from exc
-            service = ThreadService(
-                graph, engines, validators, bus=bus, limits=run_limits(settings), rights=policy_rights(settings),
-                desks=policy_desks(settings),
-            )
+            risks = policy_risks(settings)
+            service = ThreadService(graph, engines, validators, bus=bus, limits=run_limits(settings),
+                                    rights=policy_rights(settings), desks=policy_desks(settings), risks=risks)
             sweeper = Sweeper(service, interval=settings.sweep_seconds)
             sweeper.start()
-            _runtime = Runtime(settings=settings, engines=engines, service=service, sweeper=sweeper, risks=policy_risks(settings))
+            _runtime = Runtime(settings=settings, engines=engines, service=service, sweeper=sweeper, risks=risks)
             get_inbox()
             reminders = reminders_for(settings, service)
             reminding = asyncio.create_task(reminders.run(), name="review-reminders") if reminders else None

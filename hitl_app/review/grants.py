@@ -8,18 +8,24 @@ a card (the server checks grants before the review is raised). Scopes:
 - ``person``: this tool in every thread of the thread's owner ("for them").
 
 Every grant ends (``GRANT_HOURS``: 1 hour or 1 day) and may be revoked earlier. A policy can
-forbid grants for a tool (``grantable = false``); a card whose rule needs more than one approval
-never offers one (a grant would let one person stand in for two). Pure: no I/O.
+forbid grants for a tool (``grantable = false``); a tool with a high risk level, or whose rights
+need more than one approval in any rule, never takes one (a grant would let one person stand in
+for two) (``grant_refusal``). A grant only ever stands in for its maker: it auto-approves a new
+call only when its maker, as their account is NOW, could have approved that very call alone
+(``stands_in_for``: the rule chosen by the new call's arguments needs one approval, the maker is
+among who may decide it, and self-approval holds when the maker is the asker). Pure: no I/O.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal, Protocol
+
+from hitl_app.review.rights import Card, Person, ToolRights, check_decision
 
 GrantScope = Literal["call", "thread", "person"]
 
@@ -128,18 +134,54 @@ def grant_note(scope: str, granted_by: str, ends: datetime, now: datetime, owner
     return f"approved by grant: {scope_text(scope, owner_name)}, by {granted_by}, until {until_text(ends, now)}"
 
 
+def needs_many(rights: ToolRights) -> int:
+    """The largest ``approvals`` any rule of ``rights`` needs (1 when every rule needs one)."""
+    return max([rights.base.approvals, *(r.approvals for r in rights.rules if r.approvals is not None)])
+
+
+def grant_refusal(tool: str, *, grantable: bool, rights: ToolRights, risk_high: bool) -> str:
+    """Why no grant may cover ``tool`` at all, as the sentence to show; ``""`` when one may.
+
+    Refused: ``grantable = false``; a high risk level; rights that need more than one approval in
+    any rule (a grant made on a small call must not stand in for a two-person rule on a big one).
+    """
+    if not grantable:
+        return f"The policy does not allow grants for {tool}: every call is reviewed."
+    if risk_high:
+        return f"{tool} is high risk: every call is reviewed, so no grant may cover it."
+    if (most := needs_many(rights)) > 1:
+        return f"{tool} may need {most} approvals, so no single person can grant it."
+    return ""
+
+
+def stands_in_for(
+    maker: Person, *, tool: str, args: Mapping[str, Any] | None, allowed_decisions: Sequence[str], owner_id: str,
+    rights: ToolRights,
+) -> bool:
+    """True when ``maker`` (their account as it is now) could approve this call of ``tool`` with
+    ``args`` in a thread of ``owner_id`` alone: the rule the arguments choose (its ``when``
+    conditions included) needs one approval, ``approve`` is allowed, ``maker`` is among who may
+    decide it, and self-approval holds when ``maker`` is the asker. A grant covers nothing else."""
+    card = Card.for_request({"name": tool, "args": dict(args or {})}, allowed_decisions, owner_id=owner_id, rights=rights)
+    return card.rule.approvals == 1 and check_decision(card, maker, "approve").allowed
+
+
 def check_grant(
     request: GrantRequest, *, tool: str, grantable: bool, decision_type: str, approvals: int, person_is_owner: bool,
-    person_is_admin: bool,
+    person_is_admin: bool, refusal: str = "",
 ) -> None:
     """Refuse a grant the policy or the person's rights do not allow (the person's approval itself
     is checked by the review rights first).
 
+    ``refusal``: ``grant_refusal`` for the tool (``""``: none).
+
     Raises:
-        GrantError: ``not_grantable`` (``grantable = false``, or the card needs more than one
-            approval), ``bad_request`` (the card is not approved), ``forbidden`` (a ``person``
-            grant by someone who is neither the owner nor an admin).
+        GrantError: ``not_grantable`` (``grantable = false``, ``refusal``, or the card needs more
+            than one approval), ``bad_request`` (the card is not approved), ``forbidden`` (a
+            ``person`` grant by someone who is neither the owner nor an admin).
     """
+    if refusal:
+        raise GrantError(refusal, "not_grantable")
     if not grantable:
         raise GrantError(f"The policy does not allow grants for {tool}: every call is reviewed.", "not_grantable")
     if approvals > 1:

@@ -112,6 +112,13 @@ async def get_account(*, session: AsyncSession, account_id: int) -> Account | No
     return await session.get(Account, account_id)
 
 
+async def accounts_by_id(*, session: AsyncSession, account_ids: list[int]) -> list[Account]:
+    """The accounts with these ids (missing ids are left out), in no particular order."""
+    if not account_ids:
+        return []
+    return list((await session.exec(select(Account).where(col(Account.id).in_(account_ids)))).all())
+
+
 async def find_account_by_email(*, session: AsyncSession, email_key: str) -> Account | None:
     """The account whose normalised email is ``email_key``, or None."""
     return (await session.exec(select(Account).where(Account.email_key == email_key))).first()

@@ -64,10 +64,10 @@ async def create_grants(*, session: AsyncSession, grants: Sequence[NewGrant], no
     return [r.id for r in rows if r.id is not None]
 
 
-async def find_grant(
+async def find_grants(
     *, session: AsyncSession, thread_id: str, owner_id: str, tool: str, args: Mapping[str, Any] | None, now: datetime
-) -> GrantRecord | None:
-    """The active grant covering the call (the narrowest scope, then the newest), or None."""
+) -> list[GrantRecord]:
+    """The active grants covering the call, the narrowest scope first, then the newest."""
     stmt = select(GrantRecord).where(
         col(GrantRecord.tool) == tool, col(GrantRecord.revoked_at).is_(None), col(GrantRecord.expires_at) > now,
         or_(col(GrantRecord.thread_id) == thread_id, col(GrantRecord.owner_id) == owner_id),
@@ -78,7 +78,7 @@ async def find_grant(
     ]
     rank = {"call": 0, "thread": 1, "person": 2}
     rows.sort(key=lambda g: (rank.get(g.scope, 3), -(g.id or 0)))
-    return rows[0] if rows else None
+    return rows
 
 
 def grant_audit_key(thread_id: str, tool_call_id: str) -> str:

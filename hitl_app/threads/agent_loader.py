@@ -207,7 +207,7 @@ async def load_agent(settings: Settings, engines: Engines) -> AsyncIterator[tupl
     async with open_checkpointer(settings.database, pool_size=settings.db_pool_size) as checkpointer:
         bundle = build_demo_agent(
             model=model, workspace=workspace, checkpointer=checkpointer, policy_rules=rules,
-            grant_check=GrantChecker(engines),
+            grant_check=GrantChecker(engines, rules),
         )
         unknown = sorted({r.tool for r in rules} - set(bundle.tools_by_name))
         if unknown:

@@ -27,9 +27,10 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from hitl_app.review.desk_policy import DEFAULT_DESK, ToolDesk, review_deadline, undo_window
-from hitl_app.review.grants import GRANT_SCOPES, GrantError, GrantRequest, check_grant, scope_text
+from hitl_app.review.grants import GRANT_SCOPES, GrantError, GrantRequest, check_grant, grant_refusal, scope_text
 from hitl_app.review.rights import Card, Person, ToolRights, check_decision
 from hitl_app.review.rights_policy import DEFAULT_RIGHTS
+from hitl_app.review.risk_policy import NO_RISK, ToolRisk
 from hitl_app.review.types import AnyDecision, PendingReview, decision_payload
 from hitl_app.review.validate import ReviewError
 from hitl_app.store import desk as desk_store
@@ -39,6 +40,7 @@ from hitl_app.store.desk_tables import ReviewEvent, ScheduledResume
 from hitl_app.store.tables import ReviewRequestRecord, utcnow
 from hitl_app.threads.decide import is_admin
 from hitl_app.threads.desk_view import DeskView, GrantRow
+from hitl_app.threads.people import current_people
 from hitl_app.threads.types import ThreadError
 from hitl_app.threads.views import ThreadView
 
@@ -61,11 +63,23 @@ class ReviewDesk:
     Args:
         service: the thread service it belongs to.
         desks: tool name -> its desk settings (a tool not named: none of them).
+        risks: tool name -> its risk (a high-risk tool takes no grant).
     """
 
-    def __init__(self, service: ThreadService, desks: Mapping[str, ToolDesk] | None = None) -> None:
+    def __init__(
+        self, service: ThreadService, desks: Mapping[str, ToolDesk] | None = None,
+        risks: Mapping[str, ToolRisk] | None = None,
+    ) -> None:
         self.service = service
         self.desks = dict(desks or {})
+        self.risks = dict(risks or {})
+
+    def grant_refusal(self, tool: str) -> str:
+        """Why no grant may cover ``tool`` (``review.grants.grant_refusal``), ``""`` when one may."""
+        return grant_refusal(
+            tool, grantable=self.desk(tool).grantable, rights=self.service.rights.get(tool, DEFAULT_RIGHTS),
+            risk_high=self.risks.get(tool, NO_RISK).high,
+        )
 
     def desk(self, tool: str) -> ToolDesk:
         """The tool's desk settings."""
@@ -112,6 +126,7 @@ class ReviewDesk:
                     request, tool=action.name, grantable=self.desk(action.name).grantable,
                     decision_type=decision.type if decision is not None else "", approvals=cards[index].rule.approvals,
                     person_is_owner=str(person.account_id) == owner_id, person_is_admin=is_admin(person),
+                    refusal=self.grant_refusal(action.name),
                 )
                 if not check_decision(cards[index], person, "approve").allowed:
                     raise GrantError("Only a person who may approve this card may grant it.", "forbidden")
@@ -126,17 +141,22 @@ class ReviewDesk:
 
     def grant_scopes(self, card: Card, person: Person, owner_id: str) -> tuple[list[str], str]:
         """The scopes ``person`` may grant on ``card`` with an approval, and why none (``""``)."""
-        desk = self.desk(card.tool)
         if "approve" not in card.allowed_decisions:
             return [], ""
-        if not desk.grantable:
-            return [], f"The policy allows no grants for {card.tool}."
+        if refusal := self.grant_refusal(card.tool):
+            return [], refusal
         if card.rule.approvals > 1:
             return [], f"{card.tool} needs {card.rule.approvals} approvals: no grants."
         if not check_decision(card, person, "approve").allowed:
             return [], ""
         mine = str(person.account_id) == owner_id or is_admin(person)
         return [s for s in GRANT_SCOPES if s != "person" or mine], ""
+
+    async def owner_name(self, owner_id: str) -> str:
+        """The display name of the account ``owner_id`` now (``""`` when it is no account)."""
+        async with self.service._session() as session:
+            found = (await current_people(session=session, account_ids=[owner_id])).get(owner_id)
+        return found.display_name if found is not None else ""
 
     async def list_grants(self, person: Person) -> list[GrantRow]:
         """The grants ``person`` made or that cover their threads (every grant for an admin), newest first."""
@@ -246,7 +266,10 @@ class ReviewDesk:
             request = await session.get(ReviewRequestRecord, review.interrupt_id)
             expiry = await desk_store.get_expiry(session=session, interrupt_id=review.interrupt_id)
             resume = await desk_store.get_resume(session=session, interrupt_id=review.interrupt_id)
-        desk = DeskView(server_now=now, requested_at=request.requested_at if request else None)
+        desk = DeskView(
+            server_now=now, requested_at=request.requested_at if request else None,
+            owner_name=await self.owner_name(owner_id), viewer_is_owner=str(person.account_id) == owner_id,
+        )
         if request is not None:
             deadline = review_deadline(request.requested_at, [a.name for a in review.action_requests], self.desks)
             if deadline is not None:

@@ -24,6 +24,9 @@ class DeskView(BaseModel):
         undo_by: the display name of who submitted it.
         grant_scopes: per card, the grant scopes the viewing person may add with an approval.
         grant_notes: per card, why no grant is offered (``""`` when some are, or the tool needs none).
+        owner_name: the display name of the thread's owner (whose threads a ``person`` grant
+            covers; ``""`` when unknown).
+        viewer_is_owner: True when the viewing person owns the thread ("all my threads").
     """
 
     server_now: datetime
@@ -37,6 +40,8 @@ class DeskView(BaseModel):
     undo_by: str = ""
     grant_scopes: list[list[str]] = []
     grant_notes: list[str] = []
+    owner_name: str = ""
+    viewer_is_owner: bool = True
 
 
 class GrantRow(BaseModel):

@@ -22,6 +22,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 from hitl_app.review import MAX_MESSAGE_CHARS, AnyDecision, PendingReview, ReviewError, resume_value
 from hitl_app.review.desk_policy import ToolDesk
 from hitl_app.review.rights import Card, Person, ToolRights
+from hitl_app.review.risk_policy import ToolRisk
 from hitl_app.review.validate import ArgsValidator, validate_partial
 from hitl_app.store import drafts, reviews, threads
 from hitl_app.store.db import Engines
@@ -64,6 +65,7 @@ class ThreadService(ReviewClaims):
         rights: tool name -> review rights from the policy (who decides, self-approval,
             approvals); a tool not named has the default (the thread's owner decides alone).
         desks: tool name -> deadline, grants and undo window (``ReviewDesk``; none by default).
+        risks: tool name -> ``ToolRisk`` (a high-risk tool takes no grant).
     """
 
     def __init__(
@@ -76,10 +78,11 @@ class ThreadService(ReviewClaims):
         limits: RunLimits | None = None,
         rights: Mapping[str, ToolRights] | None = None,
         desks: Mapping[str, ToolDesk] | None = None,
+        risks: Mapping[str, ToolRisk] | None = None,
     ) -> None:
         self.graph = graph
         self.rights = dict(rights or {})
-        self.desk = ReviewDesk(self, desks)
+        self.desk = ReviewDesk(self, desks, risks)
         self.engines = engines
         self.validators = dict(validators or {})
         self.bus = bus or LocalRunBus()
@@ -265,7 +268,10 @@ class ThreadService(ReviewClaims):
                 if not may_view(await self._cards(review, thread_owner), person, thread_owner):
                     raise ThreadError("This thread belongs to someone else.", code="forbidden")
             owner_id = thread_owner or str(person.account_id)
-            new_grants = self.desk.check_grants(review, typed, grants, person, owner_id, await self._cards(review, owner_id))
+            new_grants = self.desk.check_grants(
+                review, typed, grants, person, owner_id, await self._cards(review, owner_id),
+                await self.desk.owner_name(owner_id) if grants else "",
+            )
             recorded = await record_decisions(
                 session=self._session, review=review, typed=typed, person=person, owner_id=owner_id,
                 rights=await self.desk.rights_for(review), before_claim=lambda: self.runs.counter.check_start(owner_id),

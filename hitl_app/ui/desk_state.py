@@ -25,13 +25,23 @@ COUNTDOWN_JS_SRC = "/js/countdown.js"
 NO_GRANT = "none"
 """The grant select's value meaning "just approve this once"."""
 
-GRANT_CHOICES: dict[str, list[tuple[str, str]]] = {
-    "call": [("call:24", "Always allow this exact call in this thread (1 day)")],
-    "thread": [("thread:24", "Always allow this tool in this thread (1 day)")],
-    "person": [("person:1", "Always allow this tool in all my threads for 1 hour"),
-               ("person:24", "Always allow this tool in all my threads for 1 day")],
-}
-"""Select options per scope the server offers: ``value`` is ``"<scope>:<hours>"``."""
+def grant_choices(scope: str, owner: str = "") -> list[tuple[str, str]]:
+    """Select options for one scope the server offers: ``(value, label)``, ``value`` is
+    ``"<scope>:<hours>"``. ``owner``: whose threads a ``person`` grant covers, in words ("my" for
+    the owner, "Mo's" for an admin deciding Mo's thread) so the label says exactly what it allows."""
+    if scope == "call":
+        return [("call:24", "Always allow this exact call in this thread (1 day)")]
+    if scope == "thread":
+        return [("thread:24", "Always allow this tool in this thread (1 day)")]
+    if scope == "person":
+        whose = "all my threads" if owner == "my" else f"all of {owner} threads" if owner else "all threads of this owner"
+        return [(f"person:{h}", f"Always allow this tool in {whose} for {t}") for h, t in ((1, "1 hour"), (24, "1 day"))]
+    return []
+
+
+def possessive(name: str) -> str:
+    """``"Mo"`` -> ``"Mo's"``, ``"Jess"`` -> ``"Jess'"``; ``""`` stays ``""``."""
+    return "" if not name else name + ("'" if name.endswith("s") else "'s")
 
 
 def _ms(value: Any) -> int:
@@ -79,8 +89,9 @@ class DeskState(SessionState):
             f"Past its deadline: the {desk.escalated_to}s may decide it now." if desk.escalated_to else ""
         )
         self.undo_ms, self.undo_by = _ms(desk.undo_until), desk.undo_by
+        owner = "my" if desk.viewer_is_owner else possessive(desk.owner_name)
         self.grant_options = [
-            [[v, label] for s in scopes for v, label in GRANT_CHOICES.get(s, [])] for scopes in desk.grant_scopes
+            [[v, label] for s in scopes for v, label in grant_choices(s, owner)] for scopes in desk.grant_scopes
         ]
         self.grant_notes = list(desk.grant_notes)
         if interrupt_id != self._interrupt_id or len(self.grant_choice) != len(desk.grant_scopes):

@@ -160,7 +160,7 @@ async def test_a_revoked_or_expired_grant_asks_again(runtimes, end):
 async def test_a_forged_grant_for_a_non_grantable_tool_is_refused(runtimes):
     svc = runtimes[0].service
     t, view = await ask(svc, "pay 20 to Bob")
-    assert view.desk.grant_scopes == [[]] and "no grants" in view.desk.grant_notes[0]
+    assert view.desk.grant_scopes == [[]] and "does not allow grants" in view.desk.grant_notes[0]
     with pytest.raises(ReviewError) as info:
         await svc.submit_review(t, view.pending.interrupt_id, APPROVE, person=MIA, grants=[{"scope": "thread", "hours": 1}])
     assert info.value.code == "not_grantable"
