@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -39,6 +39,7 @@ from hitl_app.review.validate import ReviewError
 from hitl_app.store import drafts as drafts_store
 from hitl_app.store.reviews import DecidedBy, audit_rows, requested_at
 from hitl_app.store.tables import DecisionDraft, utcnow
+from hitl_app.threads.requalify import requalify
 from hitl_app.threads.types import ThreadError
 from hitl_app.threads.views import CardStatus
 
@@ -99,16 +100,22 @@ def may_view(cards: Sequence[Card], person: Person, owner_id: str) -> bool:
     return is_admin(person) or any(may_decide(card, person).may_decide for card in cards)
 
 
-def card_statuses(cards: Sequence[Card], person: Person) -> list[CardStatus]:
-    """What each card shows ``person``: progress, who decided, the buttons they may use and why not."""
+def card_statuses(
+    cards: Sequence[Card], person: Person, dropped: Mapping[int, Sequence[str]] | None = None
+) -> list[CardStatus]:
+    """What each card shows ``person``: progress, who decided, the buttons they may use and why not.
+
+    ``dropped``: card index -> why earlier approvals no longer count (``requalify``), added to
+    the card's progress line."""
     out = []
     for index, card in enumerate(cards):
         state, rights = progress(card), may_decide(card, person)
+        why = "; ".join((dropped or {}).get(index, ()))
         out.append(
             CardStatus(
                 index=index,
-                progress=state.text,
-                show_progress=state.needed > 1 or bool(card.recorded),
+                progress=state.text + (f" ({why})" if why else ""),
+                show_progress=state.needed > 1 or bool(card.recorded) or bool(why),
                 complete=state.complete,
                 needed=state.needed,
                 deciders=[f"{r.display_name} {_past(r.type)}" for r in card.recorded],
@@ -146,10 +153,12 @@ class Recorded:
         cards: the cards after the decisions, with every decision drafted so far.
         decisions: the review's decisions to resume with when these decided the last open card
             (the claim is written), else None (others still have to decide).
+        dropped: card index -> why approvals drafted earlier no longer count (``requalify``).
     """
 
     cards: list[Card]
     decisions: list[AnyDecision] | None
+    dropped: dict[int, list[str]] = field(default_factory=dict)
 
 
 def log_refusal(thread_id: str, interrupt_id: Any, person: Person | None, exc: ReviewError | ThreadError) -> None:
@@ -220,7 +229,8 @@ async def record_decisions(
     for _ in range(MAX_ATTEMPTS):
         async with session() as s:
             drafts = await drafts_store.read_drafts(session=s, interrupt_id=review.interrupt_id)
-        cards = _apply(cards_for(review, owner_id, rights, drafts), typed, person)
+        counted = await requalify(session=session, review=review, owner_id=owner_id, rights=rights, drafts=drafts)
+        cards = _apply(cards_for(review, owner_id, rights, counted.drafts), typed, person)
         new = [
             drafts_store.NewDraft(i, str(person.account_id), person.display_name, str(person.role), decision_payload(d))
             for i, d in enumerate(typed) if d is not None
@@ -229,7 +239,7 @@ async def record_decisions(
         claim, decisions = [], None
         now = utcnow()
         if complete:
-            payloads = [[d.decision for d in drafts if d.action_index == i] for i in range(len(cards))]
+            payloads = [[d.decision for d in counted.drafts if d.action_index == i] for i in range(len(cards))]
             for draft in new:
                 payloads[draft.action_index].append(draft.decision)
             decisions, who = _final(cards, payloads)
@@ -247,5 +257,5 @@ async def record_decisions(
             continue  # someone decided meanwhile: re-read, re-check
         except drafts_store.AlreadyDecided:
             raise ReviewError("This review was already decided.", code="stale") from None
-        return Recorded(cards, decisions)
+        return Recorded(cards, decisions, counted.dropped)
     raise ReviewError("Too many people are deciding this review at once; try again.", code="stale")

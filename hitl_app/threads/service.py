@@ -34,6 +34,7 @@ from hitl_app.threads.desk import ReviewDesk
 from hitl_app.threads.limits import RunLimits
 from hitl_app.threads.pairing import EndReason, answer_open_calls, open_tool_calls, was_stopped
 from hitl_app.threads.refusals import UNAVAILABLE, is_uuid4, refused_when_unavailable
+from hitl_app.threads.requalify import requalify
 from hitl_app.threads.run_driver import RunDriver, thread_config
 from hitl_app.threads.text_batcher import FLUSH_INTERVAL_S
 from hitl_app.threads.tool_work import TOOL_WORK
@@ -120,10 +121,17 @@ class ThreadService(ReviewClaims):
         return (record.owner or "") if record is not None else ""
 
     async def _cards(self, review: PendingReview, owner_id: str) -> list[Card]:
-        """The review's cards with the decisions drafted on them so far."""
+        """The review's cards with the decisions drafted on them so far (those that still count)."""
+        return (await self._cards_now(review, owner_id))[0]
+
+    async def _cards_now(self, review: PendingReview, owner_id: str) -> tuple[list[Card], dict[int, list[str]]]:
+        """The review's cards with the drafted decisions that still count (``requalify``), and why
+        the others do not (card index -> sentences)."""
         async with self._session() as session:
             drafted = await drafts.read_drafts(session=session, interrupt_id=review.interrupt_id)
-        return cards_for(review, owner_id, await self.desk.rights_for(review), drafted)
+        rights = await self.desk.rights_for(review)
+        counted = await requalify(session=self._session, review=review, owner_id=owner_id, rights=rights, drafts=drafted)
+        return cards_for(review, owner_id, rights, counted.drafts), counted.dropped
 
     async def load(self, thread_id: str, *, viewer: Person | None = None, owner: str | None = None) -> ThreadView:
         """The thread as checkpointed: messages, pending review with each card's status, run
@@ -159,8 +167,9 @@ class ThreadService(ReviewClaims):
         if view.pending is not None:
             await self._note_review(view.pending)
             owner_id = thread_owner or str(viewer.account_id)
-            raw_cards = await self._cards(view.pending, owner_id)
-            view, cards = await self.desk.decorate(view, raw_cards, viewer, owner_id), card_statuses(raw_cards, viewer)
+            raw_cards, dropped = await self._cards_now(view.pending, owner_id)
+            view = await self.desk.decorate(view, raw_cards, viewer, owner_id)
+            cards = card_statuses(raw_cards, viewer, dropped)
         return view.model_copy(
             update={"cards": cards, "read_only": not is_owner, "owner": thread_owner or str(viewer.account_id)}
         )

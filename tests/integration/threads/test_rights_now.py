@@ -160,3 +160,27 @@ async def test_team_policy_payments_take_no_grant_and_are_high_risk(tmp_path, da
         from hitl_app.runtime import get_runtime
 
         assert get_runtime().risks["transfer_funds"].high
+
+
+@pytest.mark.parametrize("change", ["demoted", "disabled"])
+async def test_an_approval_stops_counting_once_its_reviewer_is_demoted(tmp_path, database_url, change):
+    """Rita approves 1 of 2; she is demoted (or disabled); Ada's approval must not complete the card."""
+    async with runtime_with(tmp_path, database_url, TEAM) as (svc, p):
+        mo, rita, rex, ada = p["Mo"], p["Rita"], p["Rex"], p["Ada"]
+        t, view = await ask(svc, mo, "pay 1500 to Bob")
+        iid = view.pending.interrupt_id
+        assert await svc.submit_review(t, iid, APPROVE, person=rita) is None
+        assert (await svc.load(t, viewer=mo)).cards[0].progress == "1 of 2 approvals: Rita"
+        set_role(svc, rita, "member" if change == "demoted" else "reviewer", disabled=change == "disabled")
+        assert await svc.submit_review(t, iid, APPROVE, person=ada) is None, "Rita no longer counts: still one to go"
+        card = (await svc.load(t, viewer=ada)).cards[0]
+        reason = "Rita is now a member" if change == "demoted" else "their account is disabled"
+        assert card.progress == f"1 of 2 approvals: Ada (Rita's approval no longer counts: {reason})", card.progress
+        assert not card.complete and paid(svc, t) == []
+        # a second current reviewer completes it; the audit names the two who count
+        assert await svc.submit_review(t, iid, APPROVE, person=rex) is not None
+        await svc.wait(t)
+        assert paid(svc, t) == [{"amount": 1500, "to": "Bob"}]
+        with Session(svc.engines.sync) as s:
+            [row] = s.exec(select(AuditRecord).where(AuditRecord.thread_id == t)).all()
+        assert row.reviewer == "Ada and Rex"
