@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import or_
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -240,3 +241,15 @@ async def audit_for_thread(*, session: AsyncSession, thread_id: str) -> dict[str
         for r in rows
         if r.tool_call_id
     }
+
+
+async def was_asked(*, session: AsyncSession, thread_id: str, role: str, email: str) -> bool:
+    """True when a decided card of ``thread_id`` asked ``role`` or ``email`` to decide it (its
+    audit row's ``asked``, e.g. ``"|reviewer|admin|"``): that person may still read the thread."""
+    keys = [f"%|{k}|%" for k in (role.strip().lower(), email.strip().casefold()) if k]
+    if not keys:
+        return False
+    stmt = select(AuditRecord.id).where(
+        AuditRecord.thread_id == thread_id, or_(*(col(AuditRecord.asked).like(k) for k in keys))
+    ).limit(1)
+    return (await session.exec(stmt)).first() is not None

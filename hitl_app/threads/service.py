@@ -120,10 +120,6 @@ class ThreadService(ReviewClaims):
             record = await threads.get_thread(session=session, thread_id=thread_id)
         return (record.owner or "") if record is not None else ""
 
-    async def _cards(self, review: PendingReview, owner_id: str) -> list[Card]:
-        """The review's cards with the decisions drafted on them so far (those that still count)."""
-        return (await self._cards_now(review, owner_id))[0]
-
     async def _cards_now(self, review: PendingReview, owner_id: str) -> tuple[list[Card], dict[int, list[str]]]:
         """The review's cards with the drafted decisions that still count (``requalify``), and why
         the others do not (card index -> sentences)."""
@@ -140,8 +136,8 @@ class ThreadService(ReviewClaims):
         Args:
             thread_id: the thread to load.
             viewer: the signed-in person. The owner sees the thread; an admin, someone who may
-                decide one of its pending cards, or who decided one of its cards before, sees it
-                read-only (``view.read_only``).
+                decide one of its pending cards, or who decided (or was asked to decide) one of its
+                cards before, sees it read-only (``view.read_only``).
             owner: instead of ``viewer``, a browser id owning its threads (before accounts).
 
         Records that the pending review was shown, and releases an abandoned claim on it (see
@@ -150,12 +146,8 @@ class ThreadService(ReviewClaims):
         viewer = viewer if viewer is not None else BrowserPerson(owner or "")
         thread_owner = await self._owner_of(thread_id)
         is_owner = not thread_owner or str(viewer.account_id) == thread_owner
-        if not is_owner:
-            pending = (await self._read(thread_id)).pending
-            if not may_view(await self._cards(pending, thread_owner) if pending else [], viewer, thread_owner):
-                async with self._session() as session:
-                    if not await drafts.has_decided(session=session, thread_id=thread_id, account_id=str(viewer.account_id)):
-                        raise ThreadError("This thread belongs to someone else.", code="forbidden")
+        if not is_owner and not await self._may_read(thread_id, viewer, thread_owner):
+            raise ThreadError("This thread belongs to someone else.", code="forbidden")
         snapshot = await self.graph.aget_state(self.config(thread_id))
         if was_stopped(snapshot) and open_tool_calls(snapshot.values.get("messages", []) if snapshot.values else []):
             async with self._lock(thread_id):
@@ -173,6 +165,18 @@ class ThreadService(ReviewClaims):
         return view.model_copy(
             update={"cards": cards, "read_only": not is_owner, "owner": thread_owner or str(viewer.account_id)}
         )
+
+    async def _may_read(self, thread_id: str, viewer: Person, thread_owner: str) -> bool:
+        """May ``viewer`` (not the owner) read the thread: an admin, someone who may decide a pending
+        card, or who decided (or was asked to decide) one of its cards before (read-only)."""
+        pending = (await self._read(thread_id)).pending
+        if may_view((await self._cards_now(pending, thread_owner))[0] if pending else [], viewer, thread_owner):
+            return True
+        who = str(viewer.account_id)
+        async with self._session() as session:
+            return await drafts.has_decided(session=session, thread_id=thread_id, account_id=who) or (
+                await reviews.was_asked(session=session, thread_id=thread_id, role=str(viewer.role), email=viewer.email)
+            )
 
     async def list_threads(self, *, owner: str | None, limit: int = 50) -> list[ThreadSummary]:
         """Threads of ``owner``, most recently active first (after any run's index rows are written)."""
@@ -274,11 +278,11 @@ class ThreadService(ReviewClaims):
             typed = validate_partial(review, interrupt_id, decisions, self.validators)
             assert review is not None  # validate_partial refuses a missing review
             if thread_owner and str(person.account_id) != thread_owner:
-                if not may_view(await self._cards(review, thread_owner), person, thread_owner):
+                if not may_view((await self._cards_now(review, thread_owner))[0], person, thread_owner):
                     raise ThreadError("This thread belongs to someone else.", code="forbidden")
             owner_id = thread_owner or str(person.account_id)
             new_grants = self.desk.check_grants(
-                review, typed, grants, person, owner_id, await self._cards(review, owner_id),
+                review, typed, grants, person, owner_id, (await self._cards_now(review, owner_id))[0],
                 await self.desk.owner_name(owner_id) if grants else "",
             )
             recorded = await record_decisions(

@@ -281,8 +281,7 @@ class ChatState(SessionState):
     # ---------------------------------------------------------------- following the thread's runs
     @contextlib.asynccontextmanager
     async def _if_mine(self, follow: Follow) -> AsyncIterator[None]:
-        """``async with self`` for a watcher, raising ``Retired`` if its tab moved on
-        (a newer watcher, or another thread opened)."""
+        """``async with self`` for a watcher, raising ``Retired`` if its tab moved on (newer watcher, other thread)."""
         async with self:
             if self._watch_id != follow.watch_id or self.tid != follow.tid:
                 raise Retired
@@ -290,8 +289,7 @@ class ChatState(SessionState):
 
     @rx.event(background=True)
     async def watch(self):
-        """Follow the thread's runs for this tab (one watcher per tab, ``WATCHERS``): live text
-        append-only outside the state lock (``live_script``), then the checkpointed result."""
+        """Follow the thread's runs for this tab (one per tab, ``WATCHERS``): live text, then the checkpoint."""
         follow = WATCHERS.enter(self.router.session.client_token)
         try:
             async with self:
@@ -299,7 +297,9 @@ class ChatState(SessionState):
                 follow.session = session_token_from_cookie_header(self.router.headers.cookie)
             await self._check_session(follow)
             service = get_service()
-            if not await may_follow(service, follow):  # a forged call must not stream another person's thread
+            if not await may_follow(service, follow):  # forged, or no longer readable: never left "Thinking..."
+                async with self._if_mine(follow):
+                    self.streaming = False
                 return
             while True:
                 await self._check_session(follow)

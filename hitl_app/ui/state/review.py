@@ -315,20 +315,28 @@ class ReviewState(CardEditMixin, SessionState):
             self.review_error = exc.message
             return
         if run_id is None:  # drafted: other cards or approvals are still to come
-            await chat._apply_view(await service.load(chat.tid, viewer=person))
+            await self._reload(chat, person)
             self.review_error, self.review_note = "", "Your decisions are saved. The agent goes on once every card is decided."
             return
         self._show(None)
         chat._begin_stream()
         return ChatState.watch
 
+    async def _reload(self, chat: ChatState, person: Principal) -> None:
+        """Show the thread as it is now after a submission; if it can no longer be read, the cards
+        and the running badge go and the reason is shown (the tab never stays "Thinking...")."""
+        try:
+            await chat._apply_view(await get_service().load(chat.tid, viewer=person))
+        except ThreadError as exc:
+            self._show(None, error="")
+            chat.streaming, chat.status, chat.load_error = False, "idle", exc.message
+
     async def _refused(self, chat: ChatState, exc: ReviewError, person: Principal):
         """Show why a submission was refused: on its card, or on the panel; a stale review is
         replaced by the thread's real state."""
         if exc.code == "stale":
-            view = await get_service().load(chat.tid, viewer=person)
             self._show(None)
-            await chat._apply_view(view)
+            await self._reload(chat, person)
             self.review_error = exc.message
             return ChatState.watch
         if exc.card_index is not None and 0 <= exc.card_index < len(self.cards):

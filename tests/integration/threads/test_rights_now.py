@@ -184,3 +184,23 @@ async def test_an_approval_stops_counting_once_its_reviewer_is_demoted(tmp_path,
         with Session(svc.engines.sync) as s:
             [row] = s.exec(select(AuditRecord).where(AuditRecord.thread_id == t)).all()
         assert row.reviewer == "Ada and Rex"
+
+
+async def test_a_reviewer_who_decided_or_was_asked_keeps_reading_the_thread(tmp_path, database_url):
+    """After Rita decides Mo's card (nothing is pending for her any more) she, and Rex who was
+    asked too, still read the thread read-only; a member never asked is refused."""
+    async with runtime_with(tmp_path, database_url, TEAM) as (svc, p):
+        mo, rita, rex = p["Mo"], p["Rita"], p["Rex"]
+        lee = await auth.add_account(engine=svc.engines.async_, email="lee@example.com", display_name="Lee",
+                                     role=Role.MEMBER, password="correct horse battery", by=SYSTEM)
+        t, view = await ask(svc, mo, "pay 500 to Bob")
+        assert await svc.submit_review(t, view.pending.interrupt_id, APPROVE, person=rita) is not None
+        await svc.wait(t)
+        for who in (rita, rex):
+            seen = await svc.load(t, viewer=who)
+            assert seen.read_only and seen.pending is None and seen.status == "idle", who.display_name
+        from hitl_app.threads.service import ThreadError
+
+        with pytest.raises(ThreadError) as info:
+            await svc.load(t, viewer=lee)
+        assert info.value.code == "forbidden"
