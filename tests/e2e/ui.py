@@ -171,7 +171,12 @@ def own_sandbox(page: Page, server: AppServer) -> Path:
 def edit_json(scope: Locator, text: str) -> None:
     """In the open card editor inside ``scope``: switch to the JSON editor (when the card offers a
     form) and replace its text as one paste would. The text is sent when the editor is left
-    (e.g. by clicking "Check edit")."""
+    (e.g. by clicking "Check edit").
+
+    Waits for the editor to be open first: "Edit" opens it after a round trip to the server, and
+    the Form/JSON switch is only there once it is (looking for the switch sooner finds none and
+    leaves the card in its form)."""
+    expect(scope.get_by_test_id("card-editor")).to_be_visible()
     switch = scope.get_by_test_id("edit-mode-json")
     if switch.count():
         switch.click()
