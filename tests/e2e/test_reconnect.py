@@ -18,6 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 
 from playwright.sync_api import Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from hitl_app.agent.demo.phrases import demo_words
 from tests.e2e.ui import (
@@ -77,8 +78,17 @@ def run_aside(job: Callable[[], Awaitable[None]], timeout: float = 60) -> None:
         pool.submit(asyncio.run, job()).result(timeout)
 
 
-def browser_id(page: Page) -> str:
-    """The page's ``hitl_browser_id`` (the thread owner), as the app stored it in localStorage."""
+def browser_id(page: Page, wait_s: float = 15.0) -> str:
+    """The page's ``hitl_browser_id`` (the id that claims this browser's threads from before
+    accounts), as the app stored it in localStorage; "" if it is not there within ``wait_s`` seconds.
+
+    The server gives it while the thread loads, and it reaches localStorage with a later update than
+    the one that enables the composer, so it is waited for.
+    """
+    try:
+        page.wait_for_function("() => !!localStorage.getItem('hitl_browser_id')", timeout=wait_s * 1000)
+    except PlaywrightTimeoutError:
+        return ""
     raw = page.evaluate("() => localStorage.getItem('hitl_browser_id')") or ""
     return json.loads(raw) if raw.startswith('"') else raw
 
