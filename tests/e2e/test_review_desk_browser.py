@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import card, cards, messages, open_new_thread, send, shoot, wait_idle
+from tests.e2e.ui import card, cards, messages, open_new_thread, send, shoot, sign_in_browser, wait_idle
 from tests.helpers.app_server import AppServer
 
 NOTES_SHOTS = Path("/work/notes/shots/desk2")
@@ -66,6 +66,8 @@ def ask_card(page: Page, text: str) -> None:
 
 
 def test_grant_from_a_card_then_revoke(page: Page, desk_server: AppServer):
+    # a reviewer: the Metrics page is for reviewers and admins (a member is refused)
+    sign_in_browser(page, desk_server, role="reviewer")
     open_new_thread(page, desk_server)
     ask_card(page, "email a@example.com about one")
     first = card(page, 0)
