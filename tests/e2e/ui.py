@@ -195,9 +195,17 @@ def form_field(scope: Locator, path: str) -> Locator:
 
 def axe_problems(page: Page) -> list[str]:
     """Serious and critical axe-core violations on the page (``axe-playwright-python``, which ships
-    axe-core: nothing is fetched), one line each: rule id, impact, the first offending element."""
+    axe-core: nothing is fetched), one line each: rule id, impact, the first offending element.
+
+    Waits for the page's finite CSS animations to end first (a dialog fades in over 200 ms; axe
+    measures colours with the opacity of the moment, so mid-fade text fails the contrast rule).
+    """
     from axe_playwright_python.sync_playwright import Axe
 
+    page.wait_for_function(
+        "() => document.getAnimations().every(a => a.playState !== 'running'"
+        " || !isFinite(a.effect.getComputedTiming().endTime))"
+    )
     results = Axe().run(page)
     return [
         f"{v['id']} ({v['impact']}): {v['help']} at {v['nodes'][0]['target'] if v['nodes'] else '?'}"
