@@ -87,7 +87,7 @@ def test_grant_from_a_card_then_revoke(page: Page, desk_server: AppServer):
     ask_card(page, "pay 20 to Bob")
     card(page, 0).get_by_test_id("decision-approve").click()
     expect(card(page, 0).get_by_test_id("grant-scope")).to_have_count(0)
-    expect(card(page, 0).get_by_test_id("grant-note")).to_contain_text("no grants")
+    expect(card(page, 0).get_by_test_id("grant-note")).to_contain_text("The policy does not allow grants for transfer_funds")
     card(page, 0).get_by_test_id("decision-reject").click()
     page.get_by_test_id("submit-decisions").click()
     wait_idle(page)
