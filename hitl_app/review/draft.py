@@ -35,7 +35,7 @@ OPEN, WAITING, COMPLETE = "open", "waiting", "complete"
 WAITING_NOTE = "Waiting for another reviewer: nothing is left for you to decide here."
 """Shown instead of Submit when every open card waits for someone else."""
 
-WITHDRAW_NOTE = "Waiting for another reviewer. To withdraw a request instead, press its Reject."
+WITHDRAW_NOTE = "Waiting for another reviewer. You can still stop a waiting card with its Reject button."
 """``WAITING_NOTE`` when a waiting card still offers this person Reject."""
 
 FINISH_EDIT = "Finish this edit (Check edit) or cancel it before approving the rest."
