@@ -14,7 +14,8 @@ ALL = ["approve", "edit", "reject", "respond"]
 
 def card(index: int, choice: str = "", allowed: list[str] | None = None, **fields) -> CardRow:
     return CardRow(
-        index=index, tool_name=fields.pop("tool_name", "send_email"), description="", allowed=list(ALL) if allowed is None else allowed, choice=choice,
+        index=index, tool_name=fields.pop("tool_name", "send_email"), description="",
+        allowed=list(ALL) if allowed is None else allowed, choice=choice,
         **fields
     )
 
