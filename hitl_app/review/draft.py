@@ -6,6 +6,13 @@ with what the reviewer picked so far (``choice``: "" while undecided, else ``app
 answer. Edited arguments that passed the schema check are kept beside the cards, by card index.
 Nothing here talks to the server: the submitted decisions are still checked against the
 checkpoint by ``review.validate.validate_submission``.
+
+In a shared review (several people decide its cards) each card also carries the server's
+``standing`` for the person viewing it (``standing``): ``complete`` (decided, by anyone),
+``waiting`` (still open, but nothing is left for this person: someone else must decide it, or
+their approval is in and it needs another reviewer's) or ``open`` (theirs to decide). The counter,
+the status line and the Submit label read it, so a card decided earlier never counts as undecided
+and Submit counts only the cards this person can still decide.
 """
 
 from __future__ import annotations
@@ -21,6 +28,15 @@ from hitl_app.review.types import (
     RejectDecision,
     RespondDecision,
 )
+
+OPEN, WAITING, COMPLETE = "open", "waiting", "complete"
+"""A card's ``standing`` for the viewer (see the module docstring)."""
+
+WAITING_NOTE = "Waiting for another reviewer: nothing is left for you to decide here."
+"""Shown instead of Submit when every open card waits for someone else."""
+
+WITHDRAW_NOTE = "Waiting for another reviewer. You can still stop a waiting card with its Reject button."
+"""``WAITING_NOTE`` when a waiting card still offers this person Reject."""
 
 FINISH_EDIT = "Finish this edit (Check edit) or cancel it before approving the rest."
 """Shown on a card whose edit is still open when the reviewer presses "Approve the rest"."""
@@ -56,6 +72,40 @@ class DraftCard(Protocol):
     @property
     def risk(self) -> str:
         """The policy's risk level ("high": never filled by "Approve the rest")."""
+    @property
+    def standing(self) -> str:
+        """``open``, ``waiting`` or ``complete`` for the viewer (the server's word)."""
+
+
+def standing(*, complete: bool, allowed: Sequence[str], tool_allows: Sequence[str]) -> str:
+    """A card's standing for one person, from the server's rights check.
+
+    Args:
+        complete: the card is decided (``rights.progress(card).complete``).
+        allowed: the decision types the person may send now (``rights.may_decide``).
+        tool_allows: the decision types the card's review config allows.
+
+    Returns:
+        ``COMPLETE``; ``WAITING`` when the person may send nothing, or only reject (withdraw) a
+        card whose tool allows more: someone else must approve it (it needs a reviewer, or their
+        own approval is in and it needs another); else ``OPEN``.
+    """
+    if complete:
+        return COMPLETE
+    if not set(allowed) - {"reject"} and set(tool_allows) - {"reject"}:
+        return WAITING
+    return OPEN
+
+
+def is_mine(card: DraftCard) -> bool:
+    """True when the card is this person's to decide in this submission: open to them, or a
+    waiting card they still picked a decision for (withdrawing their approval with reject)."""
+    return card.standing == OPEN or (card.standing == WAITING and card.choice != "")
+
+
+def mine(cards: Sequence[DraftCard]) -> list[DraftCard]:
+    """The cards ``is_mine`` keeps, in order (what Submit sends and counts)."""
+    return [card for card in cards if is_mine(card)]
 
 
 def is_decided(card: DraftCard) -> bool:
@@ -73,23 +123,56 @@ def is_decided(card: DraftCard) -> bool:
 
 
 def decided_count(cards: Sequence[DraftCard]) -> int:
-    """How many cards are decided (the "2 of 3 decided" counter)."""
-    return sum(1 for card in cards if is_decided(card))
+    """How many cards are decided (the "2 of 3 decided" counter): complete on the server (decided
+    by anyone earlier) or decided in this draft."""
+    return sum(1 for card in cards if card.standing == COMPLETE or (is_mine(card) and is_decided(card)))
+
+
+def waiting_count(cards: Sequence[DraftCard]) -> int:
+    """How many cards wait for someone else (``WAITING`` and not picked in this draft)."""
+    return sum(1 for card in cards if card.standing == WAITING and not card.choice)
+
+
+def summary(cards: Sequence[DraftCard]) -> str:
+    """The review's counter line: ``"2 of 3 decided"``, plus ``" · 1 waiting for another
+    reviewer"`` when some cards wait for someone else."""
+    waiting = waiting_count(cards)
+    line = f"{decided_count(cards)} of {len(cards)} decided"
+    return line + (f" · {waiting} waiting for another reviewer" if waiting else "")
 
 
 def all_decided(cards: Sequence[DraftCard]) -> bool:
-    """True when there is at least one card and every card is decided."""
-    return bool(cards) and all(is_decided(card) for card in cards)
+    """True when this person has at least one card to decide and every such card is decided."""
+    own = mine(cards)
+    return bool(own) and all(is_decided(card) for card in own)
+
+
+def submit_label(cards: Sequence[DraftCard]) -> str:
+    """``"Submit 2 decisions"``: the cards this person can still decide; ``""`` when there are none
+    (the button is hidden and ``nothing_left_note`` shown)."""
+    n = len(mine(cards))
+    return f"Submit {n} decision{'s' if n != 1 else ''}" if n else ""
+
+
+def nothing_left_note(cards: Sequence[DraftCard]) -> str:
+    """Why there is no Submit button: ``WAITING_NOTE`` when cards wait for someone else, a line
+    when every card is decided, ``""`` while this person still has a card to decide. A waiting
+    card with a Reject button gets ``WITHDRAW_NOTE``."""
+    if not cards or mine(cards):
+        return ""
+    if waiting_count(cards):
+        return WITHDRAW_NOTE if any("reject" in c.allowed for c in cards if c.standing == WAITING) else WAITING_NOTE
+    return "Every card is decided; the agent goes on."
 
 
 def offers_approve_rest(cards: Sequence[DraftCard]) -> bool:
     """Whether the "Approve all" / "Approve the rest" button is shown.
 
-    Only while some card is still untouched (no choice) and every untouched card allows approve
+    Only while some card open to this person is still untouched (no choice) and every such card allows approve
     and is not high-risk (``risk == "high"``: decided one by one): the button never has to skip a
     card it cannot fill.
     """
-    untouched = [card for card in cards if card.choice == ""]
+    untouched = [card for card in cards if card.choice == "" and card.standing == OPEN]
     return bool(untouched) and all("approve" in card.allowed and card.risk != "high" for card in untouched)
 
 
@@ -107,12 +190,15 @@ def open_edit(cards: Sequence[DraftCard], edited: Mapping[int, Any]) -> DraftCar
 
 
 def approve_rest(cards: Sequence[DraftCard]) -> list[int]:
-    """Indexes of the cards "Approve the rest" fills with approve: untouched cards that allow it.
+    """Indexes of the cards "Approve the rest" fills with approve: untouched cards open to this person that allow it.
 
     A card that already has a choice (a reject with its reason, an edit, an answer, an approve),
     and a high-risk card, is never in the list.
     """
-    return [card.index for card in cards if card.choice == "" and "approve" in card.allowed and card.risk != "high"]
+    return [
+        card.index for card in cards
+        if card.choice == "" and card.standing == OPEN and "approve" in card.allowed and card.risk != "high"
+    ]
 
 
 def unanswered(cards: Sequence[DraftCard]) -> DraftCard | None:

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.logsafe import one_log_line
+from hitl_app.review import draft
 from hitl_app.review.rights import (
     APPROVING,
     DEFAULT_RIGHTS,
@@ -122,6 +123,7 @@ def card_statuses(
                 allowed=list(rights.allowed),
                 note=rights.note,
                 who=who_may_decide(card.rule),
+                standing=draft.standing(complete=state.complete, allowed=rights.allowed, tool_allows=card.allowed_decisions),
             )
         )
     return out

@@ -59,6 +59,9 @@ class CardStatus(BaseModel):
     decided already). ``deciders`` lists who decided so far (``"Dana approved"``). ``allowed``
     are the decision types the viewer may send now (their buttons); ``note`` says why others are
     closed (``"transfer_funds needs a reviewer; you are a member"``); ``who`` who may decide.
+    ``standing`` is the card for the viewer: ``open`` (theirs to decide), ``waiting`` (someone
+    else must decide it, or their approval is in and another is needed) or ``complete``
+    (``review.draft.standing``).
     """
 
     index: int
@@ -70,6 +73,7 @@ class CardStatus(BaseModel):
     allowed: list[str] = []
     note: str = ""
     who: str = ""
+    standing: str = "open"
 
 
 class ThreadView(BaseModel):

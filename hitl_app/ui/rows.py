@@ -50,7 +50,9 @@ class CardRow:
     ``allowed`` are the decisions the signed-in person may send (the buttons shown); ``progress``
     the card's line ("1 of 2 approvals: Dana"), shown when ``show_progress``; ``note`` why some
     or all buttons are missing; ``shared`` whether someone other than this person may decide it
-    (then it may be left for them). ``risk``/``risk_note``: the policy's level and line.
+    (then it may be left for them); ``standing`` the server's word on the card for this person
+    (``open``, ``waiting`` for someone else, ``complete``: ``review.draft``). ``risk``/``risk_note``:
+    the policy's level and line.
 
     The editor (``hitl_app.ui.card_edit``): ``mode`` ``form`` or ``json`` over one draft;
     ``schema`` the tool's args JSON schema (``{}``: JSON mode only; ``has_form`` when it has
@@ -77,6 +79,7 @@ class CardRow:
     show_progress: bool = False
     note: str = ""
     shared: bool = False
+    standing: str = "open"
     risk: str = ""
     risk_note: str = ""
     mode: str = "form"
@@ -248,6 +251,7 @@ def apply_status(row: CardRow, statuses: list[CardStatus] | None) -> None:
     row.allowed = list(status.allowed)
     row.progress, row.show_progress, row.note = status.progress, status.show_progress, status.note
     row.shared = status.who != "the person who asked"
+    row.standing = status.standing
     if row.choice and row.choice not in row.allowed:
         row.choice, row.editing = "", False
 

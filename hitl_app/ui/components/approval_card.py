@@ -62,15 +62,36 @@ CARD_FOCUS = {
 
 
 def _state_text(card: CardRow) -> rx.Component:
-    """The card's state in words, announced when it changes (``aria-live``)."""
-    return rx.fragment(card.tool_name, ": ", rx.match(
-        card.choice,
-        ("approve", "approved"),
-        ("reject", "rejected"),
-        ("respond", "answer chosen"),
-        ("edit", rx.cond(card.editing, "editing", "edited")),
-        "not decided yet",
+    """The card's state in words, announced when it changes (``aria-live``): the draft's choice,
+    or the server's word when the card was decided earlier or waits for someone else."""
+    return rx.fragment(card.tool_name, ": ", rx.cond(
+        card.standing == "complete",
+        "decided (" + card.progress + ")",
+        rx.cond(
+            (card.standing == "waiting") & (card.choice == ""),
+            "waiting for another reviewer (" + card.progress + ")",
+            rx.match(
+                card.choice,
+                ("approve", "approved"),
+                ("reject", "rejected"),
+                ("respond", "answer chosen"),
+                ("edit", rx.cond(card.editing, "editing", "edited")),
+                "not decided yet",
+            ),
+        ),
     ))
+
+
+def _standing_badge(card: CardRow) -> rx.Component:
+    """"Decided" on a card decided earlier, "Waiting" on one left to someone else."""
+    return rx.match(
+        card.standing,
+        ("complete", rx.badge(rx.icon("check", size=12), "Decided", color_scheme="green", data_testid="card-standing")),
+        ("waiting", rx.cond(card.choice == "", rx.badge(
+            rx.icon("hourglass", size=12), "Waiting for another reviewer", color_scheme="amber", data_testid="card-standing"
+        ))),
+        rx.fragment(),
+    )
 
 
 def _header(card: CardRow) -> rx.Component:
@@ -79,6 +100,7 @@ def _header(card: CardRow) -> rx.Component:
         rx.code(card.tool_name, size="3"),
         rx.spacer(),
         waited(),
+        _standing_badge(card),
         rx.cond(card.choice != "", rx.badge(card.choice, color_scheme="gray", data_testid="card-choice")),
         width="100%",
         align="center",
@@ -141,7 +163,7 @@ def approval_card(card: CardRow) -> rx.Component:
             _edit_area(card),
             _answers(card),
             rx.cond(
-                card.show_progress,
+                card.show_progress & (card.standing != "complete"),
                 rx.hstack(
                     rx.icon("users", size=14, color=theme.MUTED),
                     rx.text(card.progress, size="2", weight="medium", data_testid="approval-progress"),
@@ -204,10 +226,7 @@ def _cards_panel() -> rx.Component:
         rx.vstack(
             rx.hstack(
                 rx.heading("Review needed", size="3"),
-                rx.text(
-                    ReviewState.decided_count.to_string() + " of " + ReviewState.cards.length().to_string() + " decided",
-                    size="2", color=theme.MUTED, data_testid="decided-count", aria_live="polite",
-                ),
+                rx.text(ReviewState.summary, size="2", color=theme.MUTED, data_testid="decided-count", aria_live="polite"),
                 rx.spacer(),
                 shortcuts_help(),
                 align="center",
@@ -225,10 +244,18 @@ def _cards_panel() -> rx.Component:
                     ReviewState.review_error, icon="triangle-alert", color_scheme="red", data_testid="review-error", width="100%"
                 ),
             ),
+            rx.cond(
+                ReviewState.nothing_left != "",
+                rx.callout(ReviewState.nothing_left, icon="hourglass", color_scheme="gray", size="1",
+                           data_testid="nothing-left", width="100%"),
+            ),
             rx.hstack(
-                rx.button(ReviewState.submit_label, on_click=ReviewState.submit, size="3", data_testid="submit-decisions",
-                          variant=rx.cond(ReviewState.all_decided, "solid", "soft"), title="Submit (Ctrl+Enter)",
-                          custom_attrs={"aria-keyshortcuts": "Control+Enter"}),
+                rx.cond(
+                    ReviewState.submit_label != "",
+                    rx.button(ReviewState.submit_label, on_click=ReviewState.submit, size="3", data_testid="submit-decisions",
+                              variant=rx.cond(ReviewState.all_decided, "solid", "soft"), title="Submit (Ctrl+Enter)",
+                              custom_attrs={"aria-keyshortcuts": "Control+Enter"}),
+                ),
                 rx.cond(
                     ReviewState.can_approve_all,
                     rx.button(

@@ -175,13 +175,23 @@ class ReviewState(CardEditMixin, SessionState):
 
     @rx.var
     def decided_count(self) -> int:
-        """How many cards have a complete decision."""
+        """How many cards are decided (earlier by anyone, or in this draft)."""
         return draft.decided_count(self.cards)
 
     @rx.var
+    def summary(self) -> str:
+        """The counter line, e.g. "2 of 3 decided · 1 waiting for another reviewer"."""
+        return draft.summary(self.cards)
+
+    @rx.var
     def all_decided(self) -> bool:
-        """True when every card has a complete decision."""
+        """True when every card this person can still decide has a complete decision."""
         return draft.all_decided(self.cards)
+
+    @rx.var
+    def nothing_left(self) -> str:
+        """Why Submit is not shown ("Waiting for another reviewer: ..."), "" while it is."""
+        return draft.nothing_left_note(self.cards)
 
     @rx.var
     def can_approve_all(self) -> bool:
@@ -195,9 +205,8 @@ class ReviewState(CardEditMixin, SessionState):
 
     @rx.var
     def submit_label(self) -> str:
-        """E.g. "Submit 3 decisions"."""
-        n = len(self.cards)
-        return f"Submit {n} decision{'s' if n != 1 else ''}"
+        """E.g. "Submit 2 decisions": the cards this person can still decide ("" when none)."""
+        return draft.submit_label(self.cards)
 
     @rx.event
     async def choose(self, index: int, kind: str):
@@ -293,6 +302,9 @@ class ReviewState(CardEditMixin, SessionState):
         if not self.cards:
             if not chat.streaming:  # a second click while the first submission runs says nothing
                 self.review_error = "Nothing to submit: this review was already decided or is no longer pending."
+            return
+        if note := draft.nothing_left_note(self.cards):  # e.g. Ctrl+Enter with nothing left to decide
+            self.review_error = note
             return
         blank = draft.unanswered(self.cards)
         if blank is not None:

@@ -14,7 +14,8 @@ ALL = ["approve", "edit", "reject", "respond"]
 
 def card(index: int, choice: str = "", allowed: list[str] | None = None, **fields) -> CardRow:
     return CardRow(
-        index=index, tool_name=fields.pop("tool_name", "send_email"), description="", allowed=allowed or list(ALL), choice=choice,
+        index=index, tool_name=fields.pop("tool_name", "send_email"), description="",
+        allowed=list(ALL) if allowed is None else allowed, choice=choice,
         **fields
     )
 
@@ -123,3 +124,52 @@ def test_a_respond_without_an_answer_is_named_before_anything_is_sent():
     assert gap is not None and gap.index == 1
     assert draft.unanswered_message(gap) == "Write an answer for ask_user before submitting."
     assert draft.unanswered([card(0, "respond", answer="blue")]) is None
+
+
+def test_standing_from_the_servers_rights_check():
+    both = ["approve", "reject"]
+    assert draft.standing(complete=True, allowed=[], tool_allows=both) == draft.COMPLETE
+    assert draft.standing(complete=False, allowed=both, tool_allows=both) == draft.OPEN
+    assert draft.standing(complete=False, allowed=[], tool_allows=both) == draft.WAITING
+    # the asker of a card that needs a reviewer, or a reviewer whose approval is in: only withdraw
+    assert draft.standing(complete=False, allowed=["reject"], tool_allows=both) == draft.WAITING
+    assert draft.standing(complete=False, allowed=["reject"], tool_allows=["reject"]) == draft.OPEN
+    assert draft.standing(complete=False, allowed=["respond"], tool_allows=["respond"]) == draft.OPEN
+
+
+def test_partial_submit_batch_counts_cards_decided_by_others_and_submits_only_what_is_left():
+    # Mo approved the email and answered the question; the delete needs a reviewer (Mo may withdraw)
+    cards = [
+        card(0, standing="complete", allowed=[]),
+        card(1, standing="complete", allowed=[], tool_name="ask_user"),
+        card(2, standing="waiting", allowed=["reject"], tool_name="delete_file"),
+    ]
+    assert draft.decided_count(cards) == 2
+    assert draft.summary(cards) == "2 of 3 decided · 1 waiting for another reviewer"
+    assert draft.submit_label(cards) == "" and not draft.all_decided(cards)
+    assert draft.nothing_left_note(cards) == draft.WITHDRAW_NOTE
+    assert not draft.offers_approve_rest(cards) and draft.approve_rest(cards) == []
+    # Mo withdraws the delete after all: that card is Mo's to submit
+    cards[2].choice = "reject"
+    assert draft.submit_label(cards) == "Submit 1 decision" and draft.all_decided(cards)
+    assert draft.summary(cards) == "3 of 3 decided" and draft.nothing_left_note(cards) == ""
+    assert draft.to_entries(cards, {})[:2] == [None, None]
+
+
+def test_the_reviewer_who_gave_the_first_of_two_approvals_is_waiting_not_undecided():
+    cards = [card(0, standing="waiting", allowed=["reject"], tool_name="transfer_funds")]
+    assert draft.summary(cards) == "0 of 1 decided · 1 waiting for another reviewer"
+    assert draft.submit_label(cards) == ""
+    cards = [card(0, standing="waiting", allowed=[], tool_name="transfer_funds")]
+    assert draft.nothing_left_note(cards) == draft.WAITING_NOTE
+
+
+def test_submit_counts_only_the_cards_this_person_can_still_decide():
+    cards = [card(0, standing="complete", allowed=[]), card(1, "approve"), card(2), card(3, standing="waiting", allowed=[])]
+    assert draft.submit_label(cards) == "Submit 2 decisions"
+    assert draft.summary(cards) == "2 of 4 decided · 1 waiting for another reviewer"
+    assert not draft.all_decided(cards) and draft.approve_rest(cards) == [2]
+    cards[2].choice = "reject"
+    assert draft.all_decided(cards) and draft.nothing_left_note(cards) == ""
+    assert draft.nothing_left_note([card(0, standing="complete", allowed=[])]) == "Every card is decided; the agent goes on."
+    assert draft.submit_label([card(0)]) == "Submit 1 decision"

@@ -48,6 +48,17 @@ def test_cards_carry_the_drafts_of_their_own_index_and_show_progress_per_person(
     assert ada[0].allowed == ["approve", "reject"]
     assert mia[0].allowed == ["reject"] and mia[1].allowed == ["reject"]  # the asker may only withdraw
     assert not mia[1].show_progress and mia[1].who == "a reviewer or Kim@Example.com"
+    # Dana's approval is in, the card needs a second reviewer: waiting for Dana, open for Ada
+    assert dana[0].standing == "waiting" and ada[0].standing == "open" and dana[1].standing == "open"
+    assert mia[0].standing == mia[1].standing == "waiting"  # the asker may only withdraw
+
+
+def test_a_card_decided_by_someone_else_is_complete_for_everyone():
+    cards = cards_for(review(20, 30), "1", RIGHTS, [draft(0, DANA, "approve"), draft(1, ADA, "reject")])
+    for person in (MIA, DANA, ADA):
+        statuses = card_statuses(cards, person)
+        assert [s.standing for s in statuses] == ["complete", "complete"] and all(s.complete for s in statuses)
+        assert statuses[0].progress == "Approved by Dana" and statuses[1].progress == "Rejected by Ada"
 
 
 def test_who_may_open_a_thread():
