@@ -195,8 +195,12 @@ def _executed(c: ReflexClient) -> bool:
 
 
 async def _submit_one(c: ReflexClient) -> dict[str, Any]:
-    t0 = await c.emit(f"{REVIEW}.approve_all", {})
-    await c.emit(f"{REVIEW}.approve_all", {})  # the double click
+    try:
+        t0 = await c.emit(f"{REVIEW}.approve_all", {})
+        await c.emit(f"{REVIEW}.approve_all", {})  # the double click
+    except Exception as exc:  # noqa: BLE001 - a socket the server closed is an error of this row, not a crash
+        c.errors.append(f"submit on {c.thread_id[:8]}: {type(exc).__name__}: {exc}")
+        return {"taken_ms": None, "executed_ms": None}
     t_taken = await _timed(c, lambda: not c.get(REVIEW, "cards"), 60)
     t_done = await _timed(c, lambda: _executed(c) and not c.streaming(), 120)
     return {"taken_ms": (t_taken - t0) * 1000 if t_taken else None, "executed_ms": (t_done - t0) * 1000 if t_done else None}
