@@ -27,6 +27,10 @@ ROOT = Path(__file__).resolve().parents[1]
 INJECT = Path(__file__).resolve().parent / "_inject"
 
 
+RUN_LIMITS = {"HITL_RUNS_PER_OWNER": "1000", "HITL_MAX_RUNS": "1000", "HITL_MESSAGES_PER_MINUTE": "100000"}
+"""The run limits the bench's server gets (see ``hitl_app/settings.py``): high enough for 500 tabs of one account."""
+
+
 def load_avg() -> list[float]:
     """The 1, 5 and 15 minute load averages (``uptime``), rounded to 2 places."""
     return [round(x, 2) for x in os.getloadavg()]
@@ -129,6 +133,9 @@ def start_app(data_dir: Path, *, workers: int, wps: float, database_url: str = "
         "HITL_DEMO_WPS": str(wps),
         "HITL_BENCH_TRACE_DIR": str(data_dir / "trace"),
         "GUNICORN_CMD_ARGS": f"--workers {workers} --graceful-timeout 5",
+        # one bench account drives every tab: lift the per-owner and per-worker run limits (defaults
+        # 3 live runs and 30 messages a minute per owner, 32 runs per worker) so they do not cap the load
+        **RUN_LIMITS,
         "PYTHONPATH": os.pathsep.join([str(INJECT), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     }
     if database_url:

@@ -47,12 +47,14 @@ def _sessions(key: str, r: dict[str, Any]) -> list[tuple[str, str, str, str, str
     return [(key, m, v, t, ok) for m, v, t, ok in rows]
 
 
-def _idle(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+def _idle(r: dict[str, Any], results_workers: int = 3) -> list[tuple[str, str, str, str, str]]:
     n = r["tabs"]
     rd = r.get("redis") or {}
     w = rd.get("with_tabs") or {}
     b = rd.get("before") or {}
-    flat = w.get("pubsub_clients") is not None and w["pubsub_clients"] <= 3
+    kinds = w.get("clients_by_kind") or {}
+    app_subs = sum(v for k, v in kinds.items() if k.endswith("|sub"))  # the run bus fan-out: SUBSCRIBE
+    flat = bool(kinds) and app_subs <= results_workers
     rows = [
         (f"{n} idle tabs: connected; alive after {_f(r['window_s'], 0)} s; errors",
          f"{r['connected']}; {r['alive_after_window']}; {r['errors']}", "all; 0 errors",
@@ -61,8 +63,9 @@ def _idle(r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
         ("Redis MB per idle tab", _f(r["redis_mb_per_tab"], 4), "", "-"),
         ("Redis connections before | with tabs", f"{b.get('clients', '-')} | {w.get('clients', '-')}", "flat", _met(
             w.get("clients") is not None and w["clients"] - b.get("clients", 0) <= 3)),
-        ("Redis pub/sub connections | channels with tabs", f"{w.get('pubsub_clients', '-')} | {w.get('pubsub_channels', '-')}",
-         "<= 1 per worker", _met(flat)),
+        ("Redis pub/sub conns: run bus (SUBSCRIBE) | Reflex locks (PSUBSCRIBE) | channels",
+         f"{app_subs} | {sum(v for k, v in kinds.items() if k.endswith('|psub'))} | {w.get('pubsub_channels', '-')}",
+         "run bus <= 1 per worker", _met(flat)),
         ("backend CPU s per idle tab per minute (minus no-tab baseline)", _f(r["cpu_s_per_tab_per_min"], 5), "", "-"),
         ("backend CPU s per minute: no tabs | idle tabs",
          f"{_f(r['cpu_s_per_min_no_tabs'], 2)} | {_f(r['cpu_s_per_min_idle_tabs'], 2)}", "", "-"),
@@ -108,7 +111,7 @@ def render(results: dict[str, Any]) -> str:
         if key.startswith("sessions_"):
             got = _sessions(key, r)
         elif key == "idle":
-            got = _idle(r)
+            got = _idle(r, results.get("workers", 3))
         elif key.startswith("submits_"):
             got = _submits(key, r)
         elif key.startswith("inbox_"):

@@ -92,7 +92,8 @@ async def _finish(c: ReflexClient, n_words: int, timeout: float, errors: list[st
     try:
         await c.wait_for(lambda: not c.streaming() and len(c.messages()) >= 2 and len(c.word_times) >= n_words, timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - counted as an error
-        errors.append(f"session {c.thread_id[:8]}: {type(exc).__name__} after {len(c.word_times)} words")
+        shown = _user_visible_error(c)
+        errors.append(f"session {c.thread_id[:8]}: {type(exc).__name__} after {len(c.word_times)} words {shown}".strip())
 
 
 def _lags(clients: list[ReflexClient], trace_dir: Path, errors: list[str]) -> list[float]:
@@ -216,7 +217,10 @@ async def submits_row(server: Any, token: str, n: int, count_outbox: Any) -> dic
     await asyncio.gather(*(c.send(f"email r{i}@example.com about scale-{tag}-{i}: ok") for i, c in enumerate(clients)))
     raised = await asyncio.gather(*(_timed(c, lambda c=c: bool(c.get(REVIEW, "cards")), 120) for c in clients))
     ready = [c for c, t in zip(clients, raised, strict=True) if t is not None]
-    errors += [f"no review raised on {c.thread_id[:8]}" for c, t in zip(clients, raised, strict=True) if t is None]
+    errors += [
+        f"no review raised on {c.thread_id[:8]} {_user_visible_error(c)}"
+        for c, t in zip(clients, raised, strict=True) if t is None
+    ]
     await asyncio.sleep(1)
     pid = server.proc.pid
     cpu0, t0 = tree_cpu_seconds(pid), time.monotonic()
