@@ -47,6 +47,7 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
     for key in ("idle", "submits", "inbox"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
+    cfg["workers"] = args.workers
     if args.idle_window is not None:
         cfg["idle_window_s"] = args.idle_window
     return cfg
@@ -69,7 +70,7 @@ def _multi_worker_rows(cfg: dict[str, Any], rows: set[str], tmp: Path, results: 
     from bench.scale_infra import fresh_postgres, private_redis, start_app
 
     with private_redis() as redis, fresh_postgres() as pg:
-        server = start_app(tmp / "multi", workers=WORKERS, wps=cfg["wps"], database_url=pg, redis_url=redis.url)
+        server = start_app(tmp / "multi", workers=cfg["workers"], wps=cfg["wps"], database_url=pg, redis_url=redis.url)
         try:
             token = server.sign_in("bench-scale").token
             def sessions(ks: list[int]) -> None:
@@ -128,13 +129,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--submits", type=int, default=None, help="concurrent review submissions (default 100)")
     parser.add_argument("--inbox", type=int, default=None, help="pending reviews in the inbox (default 10000)")
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/scale-<time>.json)")
+    parser.add_argument("--workers", type=int, default=WORKERS, help="gunicorn workers for the Redis+PostgreSQL rows (default 3)")
     parser.add_argument("--label", default="")
     args = parser.parse_args(argv)
     cfg = _config(args)
     rows = {r.strip() for r in args.rows.split(",") if r.strip()}
     sys.path.insert(0, str(ROOT))
     results: dict[str, Any] = {
-        "label": args.label, "smoke": args.smoke, "config": cfg, "workers": WORKERS,
+        "label": args.label, "smoke": args.smoke, "config": cfg, "workers": cfg["workers"],
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "git": subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "load_at_start": list(os.getloadavg())},
