@@ -1,22 +1,23 @@
 """The scale section's database rows that need no server: the inbox query on many pending reviews,
 and the exactly-once counts the submit row reads back.
 
-Inbox: ``n_reviews`` undecided ``review_requests`` rows spread over ``n_threads`` threads (each with
-its ``threads`` row, half of them owned by one of 20 accounts), plus as many decided rows, are
-written straight into the app's tables (bulk INSERT; no checkpoints behind them: the query reads
-only these tables). Then the inbox read is timed ``reads`` times, one after the other:
-``hitl_app.store.inbox`` when main has it (the reviewer inbox, issue 11), else the store query that
-exists on main for "pending reviews across threads": ``hitl_app.store.desk.open_reviews`` (oldest
-200 undecided). The figure is the query alone (session open, SELECT, rows to objects), not the page.
+Inbox: ``n_reviews`` undecided ``review_requests`` rows (each with its stored card: a
+``transfer_funds`` of 500) spread over ``n_threads`` pending threads owned by 20 member accounts,
+plus as many decided rows, are written straight into the app's tables (bulk INSERT; no checkpoints
+behind them: the inbox reads only these tables). Then one reviewer's inbox read is timed ``reads``
+times, one after the other: ``hitl_app.store.inbox.pending_reviews`` under the team policy
+(examples/policies/team.toml), limit 100, as the /reviews page asks it. The figure is the store call
+alone (session, SELECTs, cards, the rights rules per card), not the page.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import insert, text
@@ -25,6 +26,7 @@ from bench.common import pct
 from bench.scale_infra import load_avg
 
 BATCH = 2000
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _rows(n_reviews: int, n_threads: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -33,50 +35,70 @@ def _rows(n_reviews: int, n_threads: int) -> tuple[list[dict[str, Any]], list[di
     now = utcnow()
     threads = [
         {"thread_id": str(uuid.uuid4()), "title": f"Thread {i}", "created_at": now, "updated_at": now,
-         "pending_review": True, "owner": str(i % 20) if i % 2 else None}
+         "pending_review": True, "owner": str(1 + i % 20)}
         for i in range(n_threads)
     ]
+    card = {"name": "transfer_funds", "args": {"amount": 500, "to": "Bob"}, "allowed_decisions": ["approve", "reject"]}
     reviews = []
     for i in range(2 * n_reviews):
         reviews.append({
             "interrupt_id": uuid.uuid4().hex, "thread_id": threads[i % n_threads]["thread_id"],
             "requested_at": now - timedelta(seconds=2 * n_reviews - i), "action_count": 1,
-            "tool_names": "send_email", "decided": i < n_reviews,  # the older half decided, the newer half pending
+            "tool_names": "transfer_funds", "decided": i < n_reviews,  # the older half decided, the newer half pending
+            "cards": [card],
         })
     return threads, reviews
 
 
 async def _seed(engine: Any, n_reviews: int, n_threads: int) -> None:
+    from hitl_app.store.accounts import Account
     from hitl_app.store.tables import ReviewRequestRecord, ThreadRecord, table_of
 
     threads, reviews = _rows(n_reviews, n_threads)
+    people = [{"id": i, "email": f"m{i}@example.com", "email_key": f"m{i}@example.com", "display_name": f"Member {i}",
+               "role": "member"} for i in range(1, 21)]
+    people.append({"id": REVIEWER.account_id, "email": REVIEWER.email, "email_key": REVIEWER.email,
+                   "display_name": REVIEWER.display_name, "role": REVIEWER.role})
     async with engine.begin() as conn:
+        await conn.execute(insert(table_of(Account)), people)
         for table, rows in ((table_of(ThreadRecord), threads), (table_of(ReviewRequestRecord), reviews)):
             for start in range(0, len(rows), BATCH):
                 await conn.execute(insert(table), rows[start : start + BATCH])
 
 
+@dataclass(frozen=True)
+class _Reviewer:
+    account_id: int
+    display_name: str
+    role: str
+    email: str
+
+
+REVIEWER = _Reviewer(999, "Rita Reviewer", "reviewer", "rita@example.com")
+"""The person whose inbox is read (a reviewer under the team policy)."""
+
+
 def inbox_query() -> str:
-    """Which query is timed: ``store.inbox`` (when on main) or ``store.desk.open_reviews``."""
-    return "store.inbox" if importlib.util.find_spec("hitl_app.store.inbox") else "store.desk.open_reviews"
+    """The store call timed: ``store.inbox.pending_reviews`` (team policy, limit 100)."""
+    return "store.inbox.pending_reviews"
 
 
-async def _read_once(engine: Any) -> int:
+async def _read_once(engine: Any, rights: Any) -> int:
     from sqlmodel.ext.asyncio.session import AsyncSession
 
-    from hitl_app.store.desk import open_reviews
-    from hitl_app.store.tables import utcnow
+    from hitl_app.store.inbox import pending_reviews
 
     async with AsyncSession(engine, expire_on_commit=False) as session:
-        rows = await open_reviews(session=session, requested_before=utcnow())
-    return len(rows)
+        items = await pending_reviews(session=session, person=REVIEWER, rights=rights, limit=100)
+    return len(items)
 
 
 async def _plan(engine: Any, is_sqlite: bool) -> str:
+    f, t = ("0", "1") if is_sqlite else ("false", "true")
     sql = (
-        "SELECT * FROM review_requests WHERE decided = {f} AND requested_at <= CURRENT_TIMESTAMP "
-        "ORDER BY requested_at LIMIT 200"
-    ).format(f="0" if is_sqlite else "false")
+        "SELECT * FROM review_requests r JOIN threads t ON t.thread_id = r.thread_id "
+        f"WHERE r.decided = {f} AND t.pending_review = {t} ORDER BY r.requested_at, r.interrupt_id LIMIT 1000"
+    )
     prefix = "EXPLAIN QUERY PLAN " if is_sqlite else "EXPLAIN "
     async with engine.connect() as conn:
         rows = (await conn.execute(text(prefix + sql))).all()
@@ -84,19 +106,21 @@ async def _plan(engine: Any, is_sqlite: bool) -> str:
 
 
 async def _inbox(url: str, n_reviews: int, n_threads: int, reads: int) -> dict[str, Any]:
+    from hitl_app.agent.policy import load_policy_toml, rights_by_tool
     from hitl_app.store.db import create_schema, make_engines
 
+    rights = rights_by_tool(load_policy_toml(ROOT / "examples" / "policies" / "team.toml"))
     engines = make_engines(url)
     try:
         await asyncio.to_thread(create_schema, engines)
         t0 = time.monotonic()
         await _seed(engines.async_, n_reviews, n_threads)
         seed_s = time.monotonic() - t0
-        await _read_once(engines.async_)  # warm the pool and the statement cache
+        await _read_once(engines.async_, rights)  # warm the pool and the statement cache
         times, got = [], 0
         for _ in range(reads):
             t = time.perf_counter()
-            got = await _read_once(engines.async_)
+            got = await _read_once(engines.async_, rights)
             times.append((time.perf_counter() - t) * 1000)
         plan = await _plan(engines.async_, engines.is_sqlite)
     finally:
