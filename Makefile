@@ -19,7 +19,7 @@ export REFLEX_USE_SYSTEM_BUN := true
 export NPM_CONFIG_REGISTRY ?= $(shell npm config get registry 2>/dev/null || echo https://registry.npmjs.org/)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: run test lint setup setup-test bench bench-smoke clean
+.PHONY: run test lint setup setup-test bench bench-smoke bench-scale clean
 
 # The stamps hold a copy of the requirements they installed: a file whose time changed but whose
 # content did not (Reflex touches requirements.txt on start) does not reinstall anything.
@@ -73,6 +73,11 @@ bench: setup-test
 
 bench-smoke: setup-test
 	$(PY) -m bench --smoke
+
+# 3 workers + Redis + PostgreSQL: sessions, idle tabs, concurrent submits, the inbox (docs/scale.md).
+# SCALE_ARGS e.g. "--rows sessions --sessions 50" or "--smoke".
+bench-scale: setup-test
+	$(PY) -m bench scale $(SCALE_ARGS)
 
 clean:
 	rm -rf .web .states $(VENV) $(TOOLS)

@@ -4,6 +4,8 @@ Starts the app in prod mode (tests/helpers/app_server.py ``AppServer``) three ti
 demo model at the paces the sections need: 100 words/s (sections 2, 3, 6), 0 = unpaced (4) and
 20 words/s (5); each server gets its own data folder and the model trace hook
 (bench/_inject/sitecustomize.py). Section 1 (the floor) runs in this process.
+
+``python -m bench scale [--smoke] [--sessions N,...] ...``: the scale section (bench/scale.py, docs/scale.md).
 """
 
 from __future__ import annotations
@@ -65,7 +67,15 @@ def _guard(results: dict[str, Any], key: str, fn) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; returns 0 when every section produced figures, 1 otherwise."""
+    """Run the benchmark; returns 0 when every section produced figures, 1 otherwise.
+
+    ``python -m bench scale ...`` runs the scale section instead (``bench.scale.main``).
+    """
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["scale"]:
+        from bench.scale import main as scale_main
+
+        return scale_main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="small N, 1 repeat, few sessions (CI; < 3 minutes)")
     parser.add_argument("--repeats", type=int, default=None, help="repeated runs per measurement (default 3)")

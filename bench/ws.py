@@ -4,6 +4,8 @@ Speaks engine.io 4 / socket.io 5 by hand on an ``aiohttp`` websocket (the same f
 browser's socket.io client exchanges with Reflex 0.10; checked against a Chromium capture), so
 every received byte is counted exactly. Like Chromium, the client offers permessage-deflate
 (``compress=15``, context takeover); whether the server accepts it is in ``self.compressed``.
+The client answers the server's websocket PING frames (aiohttp ``autoping``): uvicorn closes a
+socket with 1011 when a ping is not answered within 20 s, so without it every tab died after ~40 s.
 ``bytes_received`` = the bytes read from the TCP socket after the handshake (websocket frame
 headers + payloads as sent, i.e. compressed when deflate was negotiated), counted by wrapping the
 connection protocol's ``data_received``; ``payload_bytes_received`` = the sum of the decoded TEXT
@@ -90,7 +92,7 @@ class ReflexClient:
         self.session = aiohttp.ClientSession()
         url = self.base_url.replace("http", "ws", 1) + f"/_event/?token={self.token}&EIO=4&transport=websocket"
         self.ws = await self.session.ws_connect(
-            url, protocols=[self.version], compress=15, max_msg_size=0, autoping=False,
+            url, protocols=[self.version], compress=15, max_msg_size=0, autoping=True,
             headers={"Cookie": f"hitl_session={self.session_token}"},
         )
         self.compressed = bool(self.ws.compress)
@@ -240,7 +242,7 @@ class ReflexClient:
         deadline = time.monotonic() + timeout
         while not cond():
             if self.ws is None or self.ws.closed:
-                raise RuntimeError("socket closed")
+                raise RuntimeError(f"socket closed (code {self.ws.close_code if self.ws else None})")
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("condition not met in time")
