@@ -81,12 +81,20 @@ def _answered(request: Any) -> bool:
     return False
 
 
-def skip_answered_calls(interrupt_on: Mapping[str, bool | InterruptOnConfig]) -> dict[str, bool | InterruptOnConfig]:
-    """A copy of ``interrupt_on`` whose ``when`` is False for calls that already have an answer."""
+def skip_calls(
+    interrupt_on: Mapping[str, bool | InterruptOnConfig], skip: Callable[[Any], bool]
+) -> dict[str, bool | InterruptOnConfig]:
+    """A copy of ``interrupt_on`` whose ``when`` is False for tool-call requests ``skip`` picks.
+
+    Args:
+        interrupt_on: the HITL middleware's map, tool name -> ``True``/``False`` or an
+            ``InterruptOnConfig`` (its optional ``when(request) -> bool`` is kept for the others).
+        skip: ``skip(request) -> bool`` on the middleware's tool-call request (``.tool_call``, ``.state``).
+    """
 
     def wrap(when: Callable[[Any], bool] | None) -> Callable[[Any], bool]:
         def guarded(request: Any) -> bool:
-            if _answered(request):
+            if skip(request):
                 return False
             return True if when is None else bool(when(request))
 
@@ -99,3 +107,8 @@ def skip_answered_calls(interrupt_on: Mapping[str, bool | InterruptOnConfig]) ->
         else:
             out[name] = config
     return out
+
+
+def skip_answered_calls(interrupt_on: Mapping[str, bool | InterruptOnConfig]) -> dict[str, bool | InterruptOnConfig]:
+    """A copy of ``interrupt_on`` whose ``when`` is False for calls that already have an answer."""
+    return skip_calls(interrupt_on, _answered)

@@ -28,6 +28,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
+from hitl_app.agent.call_limit import skip_calls
 from hitl_app.agent.policy import REVIEW_NEED_KEY, PolicyCondition
 
 log = logging.getLogger("hitl_app.agent")
@@ -105,23 +106,13 @@ class GrantGate(AgentMiddleware):
         return True
 
 
+def _granted(request: Any) -> bool:
+    """True when ``GrantGate`` marked ``request.tool_call`` as covered by a grant."""
+    state = getattr(request, "state", None)
+    granted = state.get(GRANTED_KEY) if isinstance(state, Mapping) else None
+    return isinstance(granted, Mapping) and request.tool_call.get("id") in granted
+
+
 def skip_granted_calls(interrupt_on: Mapping[str, bool | InterruptOnConfig]) -> dict[str, bool | InterruptOnConfig]:
     """A copy of ``interrupt_on`` whose ``when`` is False for the calls ``GrantGate`` marked."""
-
-    def wrap(when: Callable[[Any], bool] | None) -> Callable[[Any], bool]:
-        def guarded(request: Any) -> bool:
-            state = getattr(request, "state", None)
-            granted = state.get(GRANTED_KEY) if isinstance(state, Mapping) else None
-            if isinstance(granted, Mapping) and request.tool_call.get("id") in granted:
-                return False
-            return True if when is None else bool(when(request))
-
-        return guarded
-
-    out: dict[str, bool | InterruptOnConfig] = {}
-    for name, config in interrupt_on.items():
-        if isinstance(config, Mapping):
-            out[name] = {**config, "when": wrap(config.get("when"))}
-        else:
-            out[name] = config
-    return out
+    return skip_calls(interrupt_on, _granted)
