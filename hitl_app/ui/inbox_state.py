@@ -20,11 +20,13 @@ from typing import Any
 import reflex as rx
 from reflex.event import EventSpec
 
+from hitl_app.auth.http import session_token_from_cookie_header
 from hitl_app.runtime import get_inbox
 from hitl_app.store.inbox import InboxItem
+from hitl_app.ui.rows import thread_id_of
 from hitl_app.ui.state.live import TabWatchers
 from hitl_app.ui.state.review import ReviewState
-from hitl_app.ui.state.session import SessionState, sign_in_redirect
+from hitl_app.ui.state.session import SessionState, session_principal, sign_in_redirect
 
 log = logging.getLogger("hitl_app.ui")
 
@@ -98,6 +100,18 @@ def inbox_script(rows: list[InboxRow]) -> EventSpec:
     return rx.call_script(f"hitlInbox({json.dumps({'count': len(rows), 'cards': cards}, ensure_ascii=False)})")
 
 
+async def rows_for(who: Any, open_thread: str) -> list[InboxRow]:
+    """The inbox rows of ``who`` (a Principal), read now; a card of ``open_thread`` (the thread on
+    screen, "" for none) is noted as opened, so no reminder mail goes out for it."""
+    inbox = get_inbox()
+    items = await inbox.items_for(who)
+    for item in items:
+        if open_thread and item.pending.thread_id == open_thread:
+            await inbox.note_opened(item.pending.interrupt_id, who)
+            break
+    return [row_of(i) for i in items]
+
+
 INBOX_WATCHERS = TabWatchers()
 """This process's inbox watcher per tab (a new one retires the previous one at once)."""
 
@@ -131,20 +145,15 @@ class InboxState(SessionState):
 
     async def _read(self) -> list[Any] | None:
         """Re-read the inbox for the signed-in person; None when signed out (the rows empty).
-        Private: call inside the state lock."""
+        Private: call inside the state lock (the watcher uses ``rows_for`` outside it, then ``_show``)."""
         who = await self.require_principal()
-        if who is None:
+        return self._show(None if who is None else await rows_for(who, thread_id_of(self.router.url.path)))
+
+    def _show(self, rows: list[InboxRow] | None) -> list[Any] | None:
+        """Put a read on the page (None: signed out, the rows empty); returns the page call."""
+        if rows is None:
             self.rows, self.loaded = [], False
             return None
-        inbox = get_inbox()
-        items = await inbox.items_for(who)
-        path = str(self.router.url.path).rstrip("/")
-        if path.startswith("/thread/"):  # opened while a card waits here: no reminder mail for it
-            for item in items:
-                if item.pending.thread_id == path.rsplit("/", 1)[-1]:
-                    await inbox.note_opened(item.pending.interrupt_id, who)
-                    break
-        rows = [row_of(i) for i in items]
         if rows != self.rows:
             self.rows = rows
         self.loaded = True
@@ -185,10 +194,16 @@ class InboxState(SessionState):
                 if not INBOX_WATCHERS.is_current(me) or not await tab_connected(token):
                     return
                 version = await signal.version()  # before the read: a later change wakes us again
+                async with self:  # only to look: the database is read outside the tab's lock
+                    if self._watch_id != me.watch_id:
+                        return
+                    session, path = session_token_from_cookie_header(self.router.headers.cookie), self.router.url.path
+                who = await session_principal(session)
+                rows = None if who is None else await rows_for(who, thread_id_of(path))
                 async with self:
                     if self._watch_id != me.watch_id:
                         return
-                    events = await self._read()
+                    events = self._show(rows)
                 if events is None:
                     yield sign_in_redirect()
                     return

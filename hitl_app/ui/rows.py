@@ -289,3 +289,9 @@ def lock_reason(load_error: str, streaming: bool, status: str) -> str:
     if status == "review":
         return "The agent is waiting for your review above: decide every card, then submit."
     return ""
+
+
+def thread_id_of(path: Any) -> str:
+    """The thread id of a page path (``/thread/<id>``, trailing slash allowed); "" for any other page."""
+    path = str(path).rstrip("/")
+    return path.rsplit("/", 1)[-1] if path.startswith("/thread/") else ""

@@ -20,7 +20,7 @@ from hitl_app.runtime import get_service
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import ThreadView
 from hitl_app.ui.desk_state import DeskState
-from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, first_line, lock_reason, message_rows, row_keys
+from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, first_line, lock_reason, message_rows, row_keys, thread_id_of
 from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, SignedOut, closing, live_script, may_follow
 from hitl_app.ui.state.session import SessionState, ask_identity, owner_of, session_principal, sign_in_redirect
 from hitl_app.ui.state.thread_list import ThreadListState
@@ -139,12 +139,9 @@ class ChatState(SessionState):
         before the tool message it explains exists: a tool row already seen has its entry already.
         """
         ids = [v.tool_call_id or "" for v in view.messages if v.role == "tool"]
-        known = set(self._audit_ids)
-        if all(i in known for i in ids):
-            return {i: line for i, line in self._audit_lines.items()}
-        audit = await get_service().audit_for_thread(view.thread_id)
-        self._audit_ids = ids
-        self._audit_lines = {i: audit_line(e) for i, e in audit.items()}
+        if not set(ids) <= set(self._audit_ids):
+            audit = await get_service().audit_for_thread(view.thread_id)
+            self._audit_ids, self._audit_lines = ids, {i: audit_line(e) for i, e in audit.items()}
         return dict(self._audit_lines)
 
     @rx.event
@@ -179,24 +176,23 @@ class ChatState(SessionState):
             return ask_identity(ChatState.adopt_identity)
         if (who := await self.require_principal()) is None:
             return await self._signed_out()
-        path = str(self.router.url.path).rstrip("/")
-        tid = path.rsplit("/", 1)[-1] if path.startswith("/thread/") else ""
-        self.tid = tid
+        return await self._open(who)
+
+    async def _open(self, who: Any) -> Any:
+        """Read the page's thread for ``who`` into this tab (``load_thread``); returns its follow-up events."""
+        self.tid = tid = thread_id_of(self.router.url.path)
         self.worker_pid = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.messages, self.live_key = [], ""
-        self._start, self._audit_ids, self._audit_lines = -1, [], {}
+        self.messages, self.live_key, self._start, self._audit_ids, self._audit_lines = [], "", -1, [], {}
         self.load_error = self.run_error = self.composer_error = self.notice = ""
-        service = get_service()
         try:
-            view = await service.load(tid, viewer=who)
+            view = await get_service().load(tid, viewer=who)
         except ThreadError as exc:
             self.load_error = exc.message
-            self.status = "idle"
-            self.tid = ""  # never follow or act on a thread this browser may not open
+            self.status, self.tid = "idle", ""  # never follow or act on a thread this browser may not open
             WATCHERS.retire(self.router.session.client_token)
             (await self._review_state())._show(None)
             return ThreadListState.refresh
-        self.streaming = await service.is_running(tid)
+        self.streaming = await get_service().is_running(tid)
         await self._apply_view(view)
         return [ThreadListState.refresh, ChatState.watch]
 
@@ -213,6 +209,10 @@ class ChatState(SessionState):
             return None
         if len(text) > MAX_MESSAGE_CHARS:
             self.composer_error = f"That message is too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,})."
+            return None
+        if self.tid != thread_id_of(self.router.url.path):  # Send beat the page's on_load (a new tab, or another thread opened)
+            await self._open(who)
+        if self.load_error:  # this thread cannot be opened (the composer is locked; the text stays)
             return None
         try:
             await get_service().start_turn(self.tid, text, owner=owner_of(who))

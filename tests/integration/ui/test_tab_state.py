@@ -1,7 +1,7 @@
 """A browser tab's server-side state against the real app: one watcher per tab, and a failed resume.
 
 The app runs in prod mode (``AppServer``) with ``HITL_TEST_HOOKS=1``, which mounts a read-only
-probe counting the ``ChatState.watch`` tasks a tab holds in the server process, and with a support
+probe counting the ``watch`` tasks (thread follower, inbox watcher) a tab holds in the server process, and with a support
 agent whose every resume fails inside the review step (``tests.fixtures.agents:resume_fails``).
 """
 
@@ -33,22 +33,29 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     s.stop()
 
 
-async def live_watchers(server: AppServer, token: str) -> int:
-    """How many ``watch`` tasks of tab ``token`` the server process is running now."""
+async def live_watchers(server: AppServer, token: str) -> tuple[int, int, int]:
+    """The ``watch`` tasks of tab ``token`` the server process is running now: (all, thread
+    followers ``ChatState.watch``, inbox watchers ``InboxState.watch``)."""
 
-    def get() -> int:
+    def get() -> tuple[int, int, int]:
         with urllib.request.urlopen(f"{server.url}/_test/watchers?token={token}", timeout=5) as r:
-            return int(json.load(r)["watchers"])
+            body = json.load(r)
+            return int(body["watchers"]), int(body["thread"]), int(body["inbox"])
 
     return await asyncio.to_thread(get)
 
 
-async def settle_at(server: AppServer, token: str, expected: int, timeout: float = 30) -> list[int]:
+ONE_EACH = (2, 1, 1)
+"""A thread page's tab: one thread follower and one inbox watcher, nothing else (issue 9's fixed
+cost per tab: each kind is one task per tab, and a new one retires the previous one)."""
+
+
+async def settle_at(server: AppServer, token: str, expected: tuple[int, int, int], timeout: float = 30) -> list:
     """Poll the probe until it reads ``expected`` four times in a row; returns every reading.
 
     Raises AssertionError with the readings when it does not settle there within ``timeout`` s.
     """
-    readings: list[int] = []
+    readings: list[tuple[int, int, int]] = []
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:
@@ -62,20 +69,43 @@ async def settle_at(server: AppServer, token: str, expected: int, timeout: float
 async def test_repeated_watch_events_leave_one_watcher_per_tab(server: AppServer):
     async with WsClient(server.url) as c:
         await c.load_thread(str(uuid.uuid4()))
-        await settle_at(server, c.token, 1)  # the page's own watcher
-        for _ in range(300):  # a forged page repeating the event, each one after the last went idle
-            await c.call("ChatState.watch")
+        await settle_at(server, c.token, ONE_EACH)  # the page's own thread follower and inbox watcher
+        for i in range(300):  # a forged page repeating both events, each one after the last went idle
+            await c.call("InboxState.watch" if i % 3 == 0 else "ChatState.watch")
             await asyncio.sleep(0.02)
         # a later event's answer proves the server has read (and started) all 300 before it
         await c.set_reviewer("probe")
         await c.wait_for(lambda c: c.session.get("reviewer") == "probe", what="marker event answered")
-        await settle_at(server, c.token, 1)
+        await settle_at(server, c.token, ONE_EACH)
 
         # the surviving watcher still follows the thread: a turn streams and settles
         await c.send("look up order A-1001")
         await c.wait_for(lambda c: any(m["role"] == "assistant" for m in c.chat.get("messages") or []), what="reply")
         await c.wait_idle()
-        await settle_at(server, c.token, 1)
+        await settle_at(server, c.token, ONE_EACH)
+
+
+async def test_send_right_after_the_page_opens_starts_the_run(server: AppServer):
+    """A Send that reaches the server before the page's on_load (a fast click on a new tab, or
+    just after opening another thread) starts the run in the page's thread at once."""
+    async with WsClient(server.url) as c:
+        first = str(uuid.uuid4())
+        await c.hydrate(f"/thread/{first}", {"thread_id": first})
+        await c.send("look up order A-1001")  # no wait for the on_load: the next event on the socket
+        await c.wait_for(lambda c: c.chat.get("tid") == first and c.chat.get("streaming") is True, timeout=2,
+                         what="the run started")
+        await c.wait_for(lambda c: any(m["role"] == "assistant" for m in c.chat.get("messages") or []), what="reply")
+        await c.wait_idle()
+        # open another thread and send at once: the message goes to the thread on screen
+        second = str(uuid.uuid4())
+        await c.hydrate(f"/thread/{second}", {"thread_id": second})
+        await c.send("look up order A-1002")
+        await c.wait_for(lambda c: c.chat.get("tid") == second and c.chat.get("streaming") is True, timeout=2,
+                         what="the run started in the second thread")
+        await c.wait_idle()
+        assert [m["text"] for m in c.chat["messages"] if m["role"] == "user"] == ["look up order A-1002"]
+        await c.load_thread(first)
+        assert [m["text"] for m in c.chat["messages"] if m["role"] == "user"] == ["look up order A-1001"]
 
 
 async def test_failed_resume_keeps_the_review_pending_and_says_why_on_it(server: AppServer):
