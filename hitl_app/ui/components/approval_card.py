@@ -166,7 +166,9 @@ def approval_card(card: CardRow) -> rx.Component:
                 card.show_progress & (card.standing != "complete"),
                 rx.hstack(
                     rx.icon("users", size=14, color=theme.MUTED),
-                    rx.text(card.progress, size="2", weight="medium", data_testid="approval-progress"),
+                    # announced as it changes ("1 of 2 approvals: Dana"); custom_attrs: Reflex 0.10 may drop aria props
+                    rx.text(card.progress, size="2", weight="medium", data_testid="approval-progress",
+                            custom_attrs={"aria-live": "polite", "role": "status"}),
                     spacing="2",
                     align="center",
                 ),
@@ -185,7 +187,8 @@ def approval_card(card: CardRow) -> rx.Component:
                 card.error != "",
                 rx.text(card.error, color=theme.ERROR_COLOR, size="2", data_testid="card-error", role="alert"),
             ),
-            rx.el.span(_state_text(card), role="status", aria_live="polite", data_testid="card-state", style=_VISUALLY_HIDDEN),
+            rx.el.span(_state_text(card), data_testid="card-state", style=_VISUALLY_HIDDEN,
+                       custom_attrs={"aria-live": "polite", "role": "status"}),
             spacing="2",
             width="100%",
         ),
@@ -226,7 +229,8 @@ def _cards_panel() -> rx.Component:
         rx.vstack(
             rx.hstack(
                 rx.heading("Review needed", size="3"),
-                rx.text(ReviewState.summary, size="2", color=theme.MUTED, data_testid="decided-count", aria_live="polite"),
+                rx.text(ReviewState.summary, size="2", color=theme.MUTED, data_testid="decided-count",
+                        custom_attrs={"aria-live": "polite", "role": "status"}),
                 rx.spacer(),
                 shortcuts_help(),
                 align="center",
