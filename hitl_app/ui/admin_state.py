@@ -53,11 +53,11 @@ class InviteRow:
 
 
 def expires_text(when: datetime, now: datetime) -> str:
-    """``"in 2 days (Dec 4, 14:50 UTC)"``: how long an invite still works, and until when."""
-    left = max(0, int((when - now).total_seconds() // 60))
-    days, hours, minutes = left // 1440, left // 60 % 24, left % 60
-    span = (f"{days} day{'s' if days != 1 else ''}" if days else
-            f"{hours} h" if hours else f"{minutes} min")
+    """``"in 3 days (Dec 4, 14:50 UTC)"``: how long an invite still works (rounded to the nearest
+    day, hour or minute), and until when."""
+    left = max(0, round((when - now).total_seconds() / 60))
+    days, hours = round(left / 1440), round(left / 60)
+    span = (f"{days} day{'s' if days != 1 else ''}" if left >= 1440 else f"{hours} h" if left >= 60 else f"{left} min")
     return f"in {span} ({when.astimezone(UTC):%b %-d, %H:%M} UTC)"
 
 

@@ -41,7 +41,7 @@ def _invite_form() -> rx.Component:
                 rx.flex(
                     _labelled("Email", _text_input("email", "email", "invite-email")),
                     _labelled("Role", _role_select("invite-role", name="role", default_value="member", wide=True)),
-                    gap="3", wrap="wrap", width="100%",
+                    gap="12px", wrap="wrap", width="100%",
                 ),
                 rx.button(rx.icon("link", size=14), "Create invite link", type="submit", data_testid="invite-submit"),
                 spacing="3", width="100%",
@@ -63,7 +63,7 @@ def _temporary_form() -> rx.Component:
                     _labelled("Email", _text_input("email", "email", "temp-email")),
                     _labelled("Name", _text_input("name", "text", "temp-name")),
                     _labelled("Role", _role_select("temp-role", name="role", default_value="member", wide=True)),
-                    gap="3", wrap="wrap", width="100%",
+                    gap="12px", wrap="wrap", width="100%",
                 ),
                 rx.button(rx.icon("key-round", size=14), "Create account", type="submit", data_testid="temp-submit"),
                 spacing="3", width="100%",
@@ -119,7 +119,7 @@ def _invite_row(row: InviteRow) -> rx.Component:
         ),
         custom_attrs={"data-email": row.email},
         data_testid="invite-row",
-        justify="between", align="center", gap="3", wrap="wrap", width="100%",
+        justify="between", align="center", gap="12px", wrap="wrap", width="100%",
         padding_y="10px", border_top="1px solid var(--gray-4)",
     )
 
@@ -171,7 +171,7 @@ def admin_page() -> rx.Component:
             user_menu(),
             justify="between", align="center", width="100%",
         ),
-        rx.flex(_invite_form(), _temporary_form(), gap="4", wrap="wrap", width="100%"),
+        rx.flex(_invite_form(), _temporary_form(), gap="16px", wrap="wrap", width="100%"),
         _result(),
         _pending_invites(),
         rx.box(
