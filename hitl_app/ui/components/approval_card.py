@@ -61,6 +61,21 @@ CARD_FOCUS = {
 """A card with the keyboard focus is outlined (the review's shortcuts act on it)."""
 
 
+def _progress_line(card: CardRow) -> rx.Component:
+    """``"1 of 2 approvals: Dana"`` on an open shared card, announced as it changes (a live region;
+    through ``custom_attrs``, which Reflex 0.10 keeps on every component)."""
+    return rx.cond(
+        card.show_progress & (card.standing != "complete"),
+        rx.hstack(
+            rx.icon("users", size=14, color=theme.MUTED, aria_hidden="true"),
+            rx.text(card.progress, size="2", weight="medium", data_testid="approval-progress",
+                    custom_attrs={"aria-live": "polite", "role": "status"}),
+            spacing="2",
+            align="center",
+        ),
+    )
+
+
 def _state_text(card: CardRow) -> rx.Component:
     """The card's state in words, announced when it changes (``aria-live``): the draft's choice,
     or the server's word when the card was decided earlier or waits for someone else."""
@@ -162,17 +177,7 @@ def approval_card(card: CardRow) -> rx.Component:
             effect_preview(card),
             _edit_area(card),
             _answers(card),
-            rx.cond(
-                card.show_progress & (card.standing != "complete"),
-                rx.hstack(
-                    rx.icon("users", size=14, color=theme.MUTED),
-                    # announced as it changes ("1 of 2 approvals: Dana"); custom_attrs: Reflex 0.10 may drop aria props
-                    rx.text(card.progress, size="2", weight="medium", data_testid="approval-progress",
-                            custom_attrs={"aria-live": "polite", "role": "status"}),
-                    spacing="2",
-                    align="center",
-                ),
-            ),
+            _progress_line(card),
             rx.cond(card.note != "", rx.text(card.note, size="2", color=theme.MUTED, data_testid="card-note")),
             rx.hstack(
                 _decision_button(card, "approve"),
