@@ -72,9 +72,13 @@ def test_a_link_shows_only_where_its_page_lets_the_person_in(browser, team_serve
     member.get_by_test_id("user-menu").click()
     expect(member.get_by_test_id("user-menu-role")).to_have_text("member")
     expect(member.get_by_test_id("admin-link")).to_have_count(0)
-    member.get_by_test_id("audit-link").click()  # the links a member sees let them in
+    member.get_by_test_id("grants-link").click()  # the links a member sees let them in
+    member.wait_for_url(re.compile(r".*/grants$"))
+    expect(member.get_by_test_id("grants-page")).to_be_visible()
+    member.go_back()
+    member.get_by_test_id("audit-link").click()
     member.wait_for_url(re.compile(r".*/audit$"))
-    expect(member.get_by_test_id("metrics-link")).to_have_count(0)
+    expect(member.get_by_test_id("audit-export-csv")).to_be_visible()
 
     reviewer = person(browser, team_server, "reviewer", "Rex")
     open_new_thread(reviewer, team_server)
