@@ -113,9 +113,15 @@ def test_card_state_is_announced_and_the_composer_line_says_whom_it_waits_for(br
     assert axe_problems(reviewer) == []
     item.click()
     expect(card(reviewer, 0)).to_be_visible()
+    notice = reviewer.get_by_test_id("read-only-notice")
+    expect(notice).to_contain_text("decide every card")
     reviewer.get_by_test_id("decision-approve").click()
     reviewer.get_by_test_id("submit-decisions").click()
     expect(first.get_by_test_id("approval-progress")).to_have_text(re.compile(r"^1 of 2 approvals: Rex"))  # live
+    expect(notice).to_have_text(  # the reviewer's part is done: no "decide the cards" any more
+        "Read-only: this is someone else's thread. Your decisions are in; waiting for 1 more approval from a reviewer."
+    )
+    shots(reviewer, "reviewer-after-approving")
     expect(line).to_have_text("Waiting for a reviewer to decide (1 approval still needed); nothing here is yours to approve.")
     close(member, reviewer)
 

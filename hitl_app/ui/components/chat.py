@@ -92,7 +92,11 @@ def composer() -> rx.Component:
     return rx.cond(
         ChatState.read_only,
         rx.text(
-            "Read-only: this is someone else's thread. You can decide the cards above that are yours to decide.",
+            "Read-only: this is someone else's thread. ",
+            rx.cond(  # what is left for this reviewer: their cards, or whom the review waits for now
+                (ChatState.status == "review") & (ReviewState.composer_line != ""),
+                ReviewState.composer_line, "You can decide the cards above that are yours to decide.",
+            ),
             size="2", color=theme.MUTED, data_testid="read-only-notice",
         ),
         _composer_form(),
