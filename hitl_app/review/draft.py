@@ -77,6 +77,20 @@ class DraftCard(Protocol):
         """``open``, ``waiting`` or ``complete`` for the viewer (the server's word)."""
 
 
+class WaitingCard(DraftCard, Protocol):
+    """A card with what the composer line reads beside ``DraftCard`` (the UI's ``CardRow``)."""
+
+    @property
+    def remaining(self) -> int:
+        """Approvals the card still needs (the server's count; 0 when complete)."""
+    @property
+    def yours(self) -> bool:
+        """Whether this person's own decision is recorded on the card."""
+    @property
+    def others(self) -> str:
+        """Who besides the person who asked may decide it, in words ("" when nobody else)."""
+
+
 def standing(*, complete: bool, allowed: Sequence[str], tool_allows: Sequence[str]) -> str:
     """A card's standing for one person, from the server's rights check.
 
@@ -163,6 +177,41 @@ def nothing_left_note(cards: Sequence[DraftCard]) -> str:
     if waiting_count(cards):
         return WITHDRAW_NOTE if any("reject" in c.allowed for c in cards if c.standing == WAITING) else WAITING_NOTE
     return "Every card is decided; the agent goes on."
+
+
+DECIDE_ALL = "The agent is waiting for your review above: decide every card, then submit."
+"""The composer line while every open card is this person's to decide."""
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def composer_line(cards: Sequence[WaitingCard]) -> str:
+    """The line above the locked composer while a review is pending, true for this person.
+
+    ``DECIDE_ALL`` while every open card is theirs; ``"Decide your 1 card above, then submit;
+    1 more waits for a reviewer."`` when some wait for others; once nothing is left for them,
+    ``"Your decisions are in; waiting for 1 more approval from a reviewer."`` (their decision is
+    recorded on some card) or ``"Waiting for a reviewer to decide (2 approvals still needed);
+    nothing here is yours to approve."``; ``""`` without cards.
+    """
+    if not cards:
+        return ""
+    waiting = [c for c in cards if c.standing == WAITING and not c.choice]
+    who = " or ".join(dict.fromkeys(c.others for c in waiting if c.others)) or "another reviewer"
+    own = len(mine(cards))
+    if own:
+        if not waiting:
+            return DECIDE_ALL
+        wait = "waits" if len(waiting) == 1 else "wait"
+        return f"Decide your {_plural(own, 'card')} above, then submit; {len(waiting)} more {wait} for {who}."
+    if not waiting:
+        return "Every card is decided; the agent goes on."
+    left = sum(max(1, c.remaining) for c in waiting)
+    if any(c.yours for c in cards):
+        return f"Your decisions are in; waiting for {left} more approval{'' if left == 1 else 's'} from {who}."
+    return f"Waiting for {who} to decide ({_plural(left, 'approval')} still needed); nothing here is yours to approve."
 
 
 def offers_approve_rest(cards: Sequence[DraftCard]) -> bool:

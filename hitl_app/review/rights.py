@@ -42,6 +42,7 @@ from hitl_app.review.rights_policy import (
     RightsPolicyError,
     ToolRights,
     parse_tool_rights,
+    rights_in_force,
 )
 from hitl_app.review.types import DECISION_TYPES
 
@@ -56,7 +57,7 @@ __all__ = [
     "APPROVING", "DECISION_TYPES", "DEFAULT_RIGHTS", "DEFAULT_RULE", "FINAL", "OWNER", "ROLES", "Card",
     "ConditionalRule", "DecisionRights", "Person", "Progress", "RecordedDecision", "ReviewRule", "RightsPolicyError",
     "RightsRefused", "ToolRights", "Verdict", "check_decision", "is_listed", "may_decide", "parse_tool_rights",
-    "progress", "who_may_decide",
+    "progress", "rights_in_force", "who_else_may_decide", "who_may_decide",
 ]
 
 
@@ -261,6 +262,13 @@ def who_may_decide(rule: ReviewRule) -> str:
         parts.append(("an " if lowest == "admin" else "a ") + lowest)
     parts += [r for r in rule.reviewers if r != OWNER and r not in ROLES]
     return " or ".join(parts)
+
+
+def who_else_may_decide(rule: ReviewRule) -> str:
+    """Who besides the person who asked may decide under ``rule``, in words (``"a reviewer"``);
+    ``""`` when only the person who asked may."""
+    others = tuple(r for r in rule.reviewers if r != OWNER)
+    return who_may_decide(replace(rule, reviewers=others)) if others else ""
 
 
 def _ordinal(n: int) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hitl_app.review.conditions import Condition, ConditionError, parse_condition
@@ -105,6 +105,17 @@ class ToolRights:
                 return rule.apply(self.base)
         return self.base
 
+    def escalated(self, role: str) -> ToolRights:
+        """These rights once a deadline escalated the review to ``role`` (one of ``ROLES``):
+        ``role`` is added to the reviewers of the base rule and of every rule that names its own
+        (the other keys stay: approvals and self-approval still hold)."""
+        if not role:
+            return self
+        def widen(reviewers: tuple[str, ...]) -> tuple[str, ...]:
+            return reviewers if role in reviewers else (*reviewers, role)
+        rules = tuple(replace(r, reviewers=widen(r.reviewers)) if r.reviewers is not None else r for r in self.rules)
+        return ToolRights(base=replace(self.base, reviewers=widen(self.base.reviewers)), rules=rules)
+
     def describe(self) -> dict[str, Any]:
         """Plain data: ``{"reviewers", "self_approval", "approvals", "rules": [{"when", ...}]}``."""
         rules = []
@@ -124,6 +135,14 @@ class ToolRights:
 
 DEFAULT_RIGHTS = ToolRights()
 """Rights of a tool the policy says nothing about: ``DEFAULT_RULE`` for every action request."""
+
+
+def rights_in_force(rights: Mapping[str, ToolRights], tool: str, escalated_to: str | None = None) -> ToolRights:
+    """The review rights of ``tool`` on one review: the policy's (``rights``: tool name -> rights; a
+    tool not named gets ``DEFAULT_RIGHTS``), widened to the role ``escalated_to`` once the review's
+    deadline escalated it (``ToolRights.escalated``; None or ``""``: not escalated)."""
+    base = rights.get(tool, DEFAULT_RIGHTS)
+    return base.escalated(escalated_to) if escalated_to else base
 
 
 def parse_tool_rights(table: Mapping[str, Any]) -> ToolRights:

@@ -58,7 +58,8 @@ class AuthSession(SQLModel, table=True):
 
 
 class Invite(SQLModel, table=True):
-    """A one-time invite for ``email`` with ``role``; ``used_at`` is set when it is accepted."""
+    """A one-time invite for ``email`` with ``role``; ``used_at`` is set when it is accepted,
+    ``revoked_at`` when an admin took it back (then it never works)."""
 
     __tablename__ = "invites"
 
@@ -70,6 +71,7 @@ class Invite(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     expires_at: datetime
     used_at: datetime | None = Field(default=None)
+    revoked_at: datetime | None = Field(default=None)
 
 
 class SignInAttempt(SQLModel, table=True):
@@ -241,6 +243,7 @@ async def use_invite(*, session: AsyncSession, token_hash: str, now: datetime) -
         .where(
             col(Invite.token_hash) == token_hash,
             col(Invite.used_at).is_(None),
+            col(Invite.revoked_at).is_(None),
             col(Invite.expires_at) > now,
         )
         .values(used_at=now)
@@ -249,6 +252,32 @@ async def use_invite(*, session: AsyncSession, token_hash: str, now: datetime) -
     if not result.rowcount:
         return None
     return await session.get(Invite, token_hash)
+
+
+async def get_invite(*, session: AsyncSession, token_hash: str) -> Invite | None:
+    """The invite row with this token hash (any state), or None."""
+    return await session.get(Invite, token_hash)
+
+
+async def pending_invites(*, session: AsyncSession, now: datetime) -> list[Invite]:
+    """Invites not used, not revoked and not expired at ``now``, soonest to expire first."""
+    stmt = (
+        select(Invite)
+        .where(col(Invite.used_at).is_(None), col(Invite.revoked_at).is_(None), col(Invite.expires_at) > now)
+        .order_by(col(Invite.expires_at))
+    )
+    return list((await session.exec(stmt)).all())
+
+
+async def revoke_invite(*, session: AsyncSession, token_hash: str, now: datetime) -> bool:
+    """Revoke a pending invite (a conditional UPDATE: an invite accepted meanwhile stays used).
+    True when this call revoked it; not committed."""
+    result = await session.exec(
+        update(Invite)
+        .where(col(Invite.token_hash) == token_hash, col(Invite.used_at).is_(None), col(Invite.revoked_at).is_(None))
+        .values(revoked_at=now)
+    )
+    return bool(result.rowcount)
 
 
 # --- sign-in attempts -------------------------------------------------------------------------

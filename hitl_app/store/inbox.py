@@ -5,7 +5,9 @@ Keyword-only functions taking an ``AsyncSession``; they only read.
 A review is pending while its ``ReviewRequestRecord`` is not ``decided`` and its thread's index row
 says a review is pending. Its cards come from ``ReviewRequestRecord.cards`` (written with the row,
 see ``record_review_requested``), the decisions drafted so far from ``decision_drafts``, and who
-may decide from the policy's review rights (``hitl_app.review.waiting.waits_for``). The rights
+may decide from the policy's review rights (``hitl_app.review.waiting.waits_for``), widened to
+the escalation role of a review whose deadline escalated it (its ``review_expiries`` row,
+``hitl_app.review.rights.rights_in_force``). The rights
 depend on each card's arguments and drafts, so the last step is done here in Python, over at most
 ``scan`` pending reviews (oldest first). A row an older version wrote without ``cards`` shows no
 card until its thread is opened once (``record_review_requested`` fills them in).
@@ -22,14 +24,15 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.review.rights import (
-    DEFAULT_RIGHTS,
     Card,
     Person,
     RecordedDecision,
     ToolRights,
+    rights_in_force,
 )
 from hitl_app.review.waiting import approvals_left, waits_for
 from hitl_app.store.accounts import Account
+from hitl_app.store.desk_tables import ReviewExpiry
 from hitl_app.store.tables import (
     DecisionDraft,
     ReviewRequestRecord,
@@ -121,12 +124,14 @@ async def pending_cards(
     if not rows:
         return []
     drafted = await _drafts(session, [r.interrupt_id for r, _ in rows])
+    escalated = await _escalations(session, [r.interrupt_id for r, _ in rows])
     names = await _names(session, [t.owner or "" for _, t in rows])
     out: list[PendingCard] = []
     for request, thread in rows:
         owner = thread.owner or ""
         for index, raw in enumerate(request.cards or []):
-            card = _card(raw, owner, rights, drafted.get((request.interrupt_id, index), []))
+            card = _card(raw, owner, rights, drafted.get((request.interrupt_id, index), []),
+                         escalated.get(request.interrupt_id))
             out.append(PendingCard(
                 thread_id=thread.thread_id, thread_title=thread.title, interrupt_id=request.interrupt_id,
                 action_index=index, card=card, owner_id=owner,
@@ -165,14 +170,19 @@ async def pending_reviews(
     return items
 
 
-def _card(raw: Any, owner: str, rights: Mapping[str, ToolRights], recorded: Sequence[RecordedDecision]) -> Card:
-    """A ``Card`` from one stored ``{"name", "args", "allowed_decisions"}`` entry."""
+def _card(
+    raw: Any, owner: str, rights: Mapping[str, ToolRights], recorded: Sequence[RecordedDecision],
+    escalated_to: str | None = None,
+) -> Card:
+    """A ``Card`` from one stored ``{"name", "args", "allowed_decisions"}`` entry (``escalated_to``:
+    the role its review was escalated to, if it was)."""
     raw = raw if isinstance(raw, dict) else {}
     name = str(raw.get("name", ""))
     args = raw.get("args") if isinstance(raw.get("args"), dict) else {}
     allowed = [str(t) for t in raw.get("allowed_decisions") or []]
     return Card.for_request(
-        {"name": name, "args": args}, allowed, owner_id=owner, rights=rights.get(name, DEFAULT_RIGHTS), recorded=recorded
+        {"name": name, "args": args}, allowed, owner_id=owner, rights=rights_in_force(rights, name, escalated_to),
+        recorded=recorded,
     )
 
 
@@ -189,6 +199,14 @@ async def _drafts(session: AsyncSession, interrupt_ids: list[str]) -> dict[tuple
             RecordedDecision(d.account_id, d.display_name, d.decision_type, d.role or "")
         )
     return out
+
+
+async def _escalations(session: AsyncSession, interrupt_ids: list[str]) -> dict[str, str]:
+    """Interrupt id -> the role its review was escalated to (reviews whose deadline escalated them)."""
+    stmt = select(ReviewExpiry).where(
+        col(ReviewExpiry.interrupt_id).in_(interrupt_ids), col(ReviewExpiry.status) == "escalated"
+    )
+    return {e.interrupt_id: e.escalate_to for e in (await session.exec(stmt)).all() if e.escalate_to}
 
 
 async def _names(session: AsyncSession, owners: list[str]) -> dict[str, str]:

@@ -33,6 +33,7 @@ from hitl_app.review.rights import (
     check_decision,
     may_decide,
     progress,
+    who_else_may_decide,
     who_may_decide,
 )
 from hitl_app.review.types import DECISION_STYLES, AnyDecision, Decision, EditDecision, PendingReview, decision_payload
@@ -124,6 +125,9 @@ def card_statuses(
                 note=rights.note,
                 who=who_may_decide(card.rule),
                 standing=draft.standing(complete=state.complete, allowed=rights.allowed, tool_allows=card.allowed_decisions),
+                remaining=state.remaining,
+                yours=any(r.account_id == str(person.account_id) for r in card.recorded),
+                others=who_else_may_decide(card.rule),
             )
         )
     return out

@@ -22,13 +22,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from hitl_app.review.desk_policy import DEFAULT_DESK, ToolDesk, review_deadline, undo_window
 from hitl_app.review.grants import GRANT_SCOPES, GrantError, GrantRequest, check_grant, grant_refusal, scope_text
-from hitl_app.review.rights import Card, Person, ToolRights, check_decision
+from hitl_app.review.rights import Card, Person, ToolRights, check_decision, rights_in_force
 from hitl_app.review.rights_policy import DEFAULT_RIGHTS
 from hitl_app.review.risk_policy import NO_RISK, ToolRisk
 from hitl_app.review.types import AnyDecision, PendingReview, decision_payload
@@ -48,13 +47,6 @@ if TYPE_CHECKING:
     from hitl_app.threads.service import ThreadService
 
 log = logging.getLogger("hitl_app.desk")
-
-
-def escalated_rights(rights: ToolRights, role: str) -> ToolRights:
-    """``rights`` with ``role`` added to the reviewers of its base rule and of every rule."""
-    base = replace(rights.base, reviewers=(*rights.base.reviewers, role))
-    rules = tuple(replace(r, reviewers=(*r.reviewers, role)) if r.reviewers is not None else r for r in rights.rules)
-    return ToolRights(base=base, rules=rules)
 
 
 class ReviewDesk:
@@ -97,7 +89,7 @@ class ReviewDesk:
         if expiry is None or expiry.status != "escalated" or not expiry.escalate_to:
             return rights
         for action in review.action_requests:
-            rights[action.name] = escalated_rights(rights.get(action.name, DEFAULT_RIGHTS), expiry.escalate_to)
+            rights[action.name] = rights_in_force(self.service.rights, action.name, expiry.escalate_to)
         return rights
 
     # ---------------------------------------------------------------- grants

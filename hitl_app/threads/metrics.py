@@ -93,6 +93,15 @@ def compute(rows: Sequence[AuditRecord], since: datetime, until: datetime) -> Me
     return Metrics(days, percentile(values, 0.5), percentile(values, 0.95), len(values), per_tool)
 
 
+METRICS_ROLES: tuple[str, ...] = ("reviewer", "admin")
+"""The roles that may open the Metrics page (the page's link shows only to them)."""
+
+
+def may_open_metrics(role: object) -> bool:
+    """True when an account with ``role`` may see the review metrics (``METRICS_ROLES``)."""
+    return str(role) in METRICS_ROLES
+
+
 async def review_metrics(*, session: AsyncSession, person: Person, days: int, now: datetime | None = None) -> Metrics:
     """The metrics of the last ``days`` days that ``person`` may see.
 
@@ -104,7 +113,7 @@ async def review_metrics(*, session: AsyncSession, person: Person, days: int, no
         raise ThreadError(f"Pick a period of {', '.join(map(str, PERIOD_DAYS))} days.", code="bad_request")
     role = str(person.role)
     browser_only = not isinstance(person.account_id, int)
-    if role not in ("reviewer", "admin") and not browser_only:
+    if not may_open_metrics(role) and not browser_only:
         raise ThreadError("Review metrics are for reviewers and admins.", code="forbidden")
     now = now or utcnow()
     since = (now - timedelta(days=days - 1)).replace(hour=0, minute=0, second=0, microsecond=0)

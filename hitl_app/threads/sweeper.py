@@ -8,8 +8,9 @@ Every ``interval`` seconds ``sweep`` looks for
   not decided yet is rejected with the message the model sees, the claim (audit rows with
   ``via = "deadline"`` and "expired after 15 min, rejected by policy") is written like a
   reviewer's, and the run resumes; with ``"escalate"`` the review stays open and the policy's
-  role may decide it from then on. A review decided meanwhile, or waiting out an undo window, is
-  left alone (the claim is dropped, so the deadline is looked at again if an Undo reopens it).
+  role may decide it from then on (it shows in their inboxes: the review signal is announced).
+  A review decided meanwhile, or waiting out an undo window, is left alone (the claim is dropped,
+  so the deadline is looked at again if an Undo reopens it).
 - undo windows that ended (``take_due_resumes``: one conditional update wins): the run resumes
   with the submitted decisions, also when the tab that submitted is gone.
 
@@ -160,6 +161,9 @@ class Sweeper:
                 await desk_store.drop_expiry(session=session, interrupt_id=request.interrupt_id)
                 return 0
             await desk_store.finish_expiry(session=session, interrupt_id=request.interrupt_id, status=status)
+        if status == "escalated":  # the escalation role's inboxes (and the open thread's cards) change
+            await service.bus.reviews.announce()
+        async with service._session() as session:
             if status == "skipped":  # the interrupt is gone: stop looking at it
                 row = await session.get(ReviewRequestRecord, request.interrupt_id)
                 if row is not None:

@@ -61,7 +61,9 @@ class CardStatus(BaseModel):
     closed (``"transfer_funds needs a reviewer; you are a member"``); ``who`` who may decide.
     ``standing`` is the card for the viewer: ``open`` (theirs to decide), ``waiting`` (someone
     else must decide it, or their approval is in and another is needed) or ``complete``
-    (``review.draft.standing``).
+    (``review.draft.standing``). ``remaining``: approvals it still needs (0 when complete);
+    ``yours``: the viewer's own decision is recorded on it; ``others``: who besides the person who
+    asked may decide it, in words (``"a reviewer"``; ``""`` when only the person who asked may).
     """
 
     index: int
@@ -74,6 +76,9 @@ class CardStatus(BaseModel):
     note: str = ""
     who: str = ""
     standing: str = "open"
+    remaining: int = 0
+    yours: bool = False
+    others: str = ""
 
 
 class ThreadView(BaseModel):

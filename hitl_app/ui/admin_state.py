@@ -1,4 +1,5 @@
-"""State of the admin page (/admin): accounts, invites, temporary passwords, roles, disabling.
+"""State of the admin page (/admin): accounts, invites (pending ones listed, revocable), temporary
+passwords, roles, disabling.
 
 Every handler re-checks that the signed-in account is an admin (``require_principal``) before it
 reads or changes anything; the rules themselves (last admin, taken emails, ...) are in
@@ -10,6 +11,7 @@ reads or changes anything; the rules themselves (last admin, taken emails, ...) 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 import reflex as rx
@@ -39,6 +41,30 @@ def _row(a: auth.AccountView) -> AccountRow:
     return AccountRow(a.account_id, a.email, a.display_name, a.role.value, status, a.single_sign_on)
 
 
+@dataclass
+class InviteRow:
+    """One pending invite as the admin page shows it (plain text fields; never the link)."""
+
+    invite_id: str
+    email: str
+    role: str
+    invited_by: str
+    expires: str
+
+
+def expires_text(when: datetime, now: datetime) -> str:
+    """``"in 3 days (Dec 4, 14:50 UTC)"``: how long an invite still works (rounded to the nearest
+    day, hour or minute), and until when."""
+    left = max(0, round((when - now).total_seconds() / 60))
+    days, hours = round(left / 1440), round(left / 60)
+    span = (f"{days} day{'s' if days != 1 else ''}" if left >= 1440 else f"{hours} h" if left >= 60 else f"{left} min")
+    return f"in {span} ({when.astimezone(UTC):%b %-d, %H:%M} UTC)"
+
+
+def _invite_row(i: auth.InviteView, now: datetime) -> InviteRow:
+    return InviteRow(i.invite_id, i.email, i.role.value, i.invited_by or "an admin", expires_text(i.expires_at, now))
+
+
 def _text(form: Any, key: str) -> str:
     value = form.get(key) if isinstance(form, dict) else None
     return value.strip() if isinstance(value, str) else ""
@@ -48,6 +74,7 @@ class AdminState(SessionState):
     """The account list and the results of the last action (a link or password shown once)."""
 
     accounts: list[AccountRow] = []
+    invites: list[InviteRow] = []
     message: str = ""
     error: str = ""
     invite_link: str = ""
@@ -58,15 +85,17 @@ class AdminState(SessionState):
         """The signed-in admin, or None (then the caller leaves: not signed in, or not an admin)."""
         who = await self.require_principal()
         if who is None or not who.is_admin:
-            self.accounts, self.invite_link, self.temporary_password = [], "", ""
+            self.accounts, self.invites, self.invite_link, self.temporary_password = [], [], "", ""
             return None
         return who
 
     def _leave(self):
         return sign_in_redirect() if not self.user_name else rx.redirect("/")
 
-    async def _reload(self) -> None:
-        self.accounts = [_row(a) for a in await auth.list_accounts(engine=get_runtime().engines.async_)]
+    async def _reload(self, who: Principal) -> None:
+        engine, now = get_runtime().engines.async_, datetime.now(UTC)
+        self.accounts = [_row(a) for a in await auth.list_accounts(engine=engine)]
+        self.invites = [_invite_row(i, now) for i in await auth.pending_invites(engine=engine, by=who, now=now)]
 
     def _clear(self) -> None:
         self.message = self.error = self.invite_link = self.temporary_password = self.temporary_for = ""
@@ -74,10 +103,10 @@ class AdminState(SessionState):
     @rx.event
     async def load(self):
         """on_load of /admin: the accounts (admins only; others go back to the chat)."""
-        if await self._admin() is None:
+        if (who := await self._admin()) is None:
             return self._leave()
         self._clear()
-        await self._reload()
+        await self._reload(who)
         return None
 
     async def _act(self, change) -> Any:
@@ -89,7 +118,7 @@ class AdminState(SessionState):
             await change(who)
         except AuthError as exc:
             self.error = str(exc)
-        await self._reload()
+        await self._reload(who)
         return None
 
     @rx.event
@@ -102,6 +131,16 @@ class AdminState(SessionState):
             token = await auth.create_invite(engine=get_runtime().engines.async_, email=email, role=Role.parse(role), by=who)
             self.invite_link = f"{origin}/invite/{token}"
             self.message = f"Invite for {email} ({role}): send this link; it works once."
+
+        return await self._act(change)
+
+    @rx.event
+    async def revoke_invite(self, invite_id: str):
+        """Take back a pending invite: its link stops working at once."""
+
+        async def change(who: Principal) -> None:
+            email = await auth.revoke_invite(engine=get_runtime().engines.async_, invite_id=str(invite_id), by=who)
+            self.message = f"Invite for {email} revoked: its link no longer works."
 
         return await self._act(change)
 

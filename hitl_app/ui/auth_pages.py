@@ -136,15 +136,40 @@ def sign_in_page() -> rx.Component:
     )
 
 
+def _invite_refused() -> rx.Component:
+    """A used, expired, revoked or unknown invite link: why, and the way to sign in."""
+    return rx.vstack(
+        rx.heading("This invite link cannot be used", size="5"),
+        rx.callout(AuthState.invite_refusal, color_scheme="amber", icon="link-2-off", width="100%",
+                   data_testid="invite-refused"),
+        rx.link("Go to sign-in", href="/sign-in", size="2"),
+        spacing="4", width="100%",
+    )
+
+
 def invite_page() -> rx.Component:
-    """/invite/<token> (on_load ``AuthState.load_invite``): choose a name and password."""
+    """/invite/<token> (on_load ``AuthState.load_invite``): choose a name and password; a link that
+    cannot be used any more says why instead (no form)."""
     return _frame(
-        _form(
-            "/auth/invite", "Join hitl_app", "You were invited. Choose the name others will see and a password.",
-            "Create account and sign in",
-            rx.el.input(type="hidden", name="token", value=AuthState.invite_token),
-            _field("Your name", "name", "text", "auth-name", "name"),
-            _field("Password", "password", "password", "auth-password", "new-password", "At least 8 characters."),
+        rx.cond(
+            ~AuthState.invite_checked,
+            rx.hstack(rx.spinner(size="2"), rx.text("Checking the invite…", size="2", color=theme.MUTED), align="center"),
+            rx.cond(
+                AuthState.invite_refusal != "",
+                _invite_refused(),
+                rx.vstack(
+                    _form(
+                        "/auth/invite", "Join hitl_app",
+                        "You were invited. Choose the name others will see and a password.",
+                        "Create account and sign in",
+                        rx.el.input(type="hidden", name="token", value=AuthState.invite_token),
+                        _field("Your name", "name", "text", "auth-name", "name"),
+                        _field("Password", "password", "password", "auth-password", "new-password",
+                               "At least 8 characters."),
+                    ),
+                    rx.link("I already have an account", href="/sign-in", size="2"),
+                    spacing="4", width="100%", align="center",
+                ),
+            ),
         ),
-        rx.link("I already have an account", href="/sign-in", size="2"),
     )

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hitl_app.review.diff import DiffLine, diff_args, summarize
+from hitl_app.review.draft import DECIDE_ALL
 from hitl_app.review.form_rows import FormRow
 from hitl_app.review.types import PendingReview
 from hitl_app.threads.service import AuditEntry
@@ -51,7 +52,9 @@ class CardRow:
     the card's line ("1 of 2 approvals: Dana"), shown when ``show_progress``; ``note`` why some
     or all buttons are missing; ``shared`` whether someone other than this person may decide it
     (then it may be left for them); ``standing`` the server's word on the card for this person
-    (``open``, ``waiting`` for someone else, ``complete``: ``review.draft``). ``risk``/``risk_note``:
+    (``open``, ``waiting`` for someone else, ``complete``: ``review.draft``); ``remaining``,
+    ``yours`` and ``others`` the server's approvals still needed, whether this person's decision
+    is in, and who else may decide (for the composer line, ``draft.composer_line``). ``risk``/``risk_note``:
     the policy's level and line.
 
     The editor (``hitl_app.ui.card_edit``): ``mode`` ``form`` or ``json`` over one draft;
@@ -80,6 +83,9 @@ class CardRow:
     note: str = ""
     shared: bool = False
     standing: str = "open"
+    remaining: int = 0
+    yours: bool = False
+    others: str = ""
     risk: str = ""
     risk_note: str = ""
     mode: str = "form"
@@ -252,6 +258,7 @@ def apply_status(row: CardRow, statuses: list[CardStatus] | None) -> None:
     row.progress, row.show_progress, row.note = status.progress, status.show_progress, status.note
     row.shared = status.who != "the person who asked"
     row.standing = status.standing
+    row.remaining, row.yours, row.others = status.remaining, status.yours, status.others
     if row.choice and row.choice not in row.allowed:
         row.choice, row.editing = "", False
 
@@ -287,7 +294,7 @@ def lock_reason(load_error: str, streaming: bool, status: str) -> str:
     if streaming:
         return "The agent is answering. Press Stop to end the run."
     if status == "review":
-        return "The agent is waiting for your review above: decide every card, then submit."
+        return DECIDE_ALL
     return ""
 
 

@@ -43,6 +43,7 @@ STATE_PATHS: dict[str, str] = {
     "ChatState": f"{SESSION}.{_MOD}___chat____chat_state",
     "ReviewState": f"{SESSION}.{_MOD}___review____review_state",
     "MenuState": f"{ROOT_STATE}.hitl_app___ui___menu_state____menu_state",
+    "InboxState": f"{SESSION}.hitl_app___ui___inbox_state____inbox_state",
 }
 """Short state name -> Reflex full state name (``State.get_full_name()``; checked in the tests)."""
 

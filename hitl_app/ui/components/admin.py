@@ -8,7 +8,7 @@ from __future__ import annotations
 import reflex as rx
 
 from hitl_app.ui import theme
-from hitl_app.ui.admin_state import ROLES, AccountRow, AdminState
+from hitl_app.ui.admin_state import ROLES, AccountRow, AdminState, InviteRow
 from hitl_app.ui.components.user_menu import user_menu
 
 _SELECT = {"padding": "6px 8px", "borderRadius": "6px", "border": "1px solid var(--gray-7)",
@@ -41,7 +41,7 @@ def _invite_form() -> rx.Component:
                 rx.flex(
                     _labelled("Email", _text_input("email", "email", "invite-email")),
                     _labelled("Role", _role_select("invite-role", name="role", default_value="member", wide=True)),
-                    gap="3", wrap="wrap", width="100%",
+                    gap="12px", wrap="wrap", width="100%",
                 ),
                 rx.button(rx.icon("link", size=14), "Create invite link", type="submit", data_testid="invite-submit"),
                 spacing="3", width="100%",
@@ -63,7 +63,7 @@ def _temporary_form() -> rx.Component:
                     _labelled("Email", _text_input("email", "email", "temp-email")),
                     _labelled("Name", _text_input("name", "text", "temp-name")),
                     _labelled("Role", _role_select("temp-role", name="role", default_value="member", wide=True)),
-                    gap="3", wrap="wrap", width="100%",
+                    gap="12px", wrap="wrap", width="100%",
                 ),
                 rx.button(rx.icon("key-round", size=14), "Create account", type="submit", data_testid="temp-submit"),
                 spacing="3", width="100%",
@@ -100,6 +100,46 @@ def _result() -> rx.Component:
     )
 
 
+def _invite_row(row: InviteRow) -> rx.Component:
+    """One pending invite: who, role, who invited and until when; Revoke (the link stops working)."""
+    return rx.flex(
+        rx.vstack(
+            rx.hstack(
+                rx.text(row.email, size="2", weight="medium", style={"overflowWrap": "anywhere"}),
+                rx.badge(row.role, color_scheme="gray", variant="soft"),
+                align="center", spacing="2", wrap="wrap",
+            ),
+            rx.text("Invited by ", row.invited_by, " · expires ", row.expires, size="1", color=theme.MUTED),
+            spacing="1", min_width="0", flex="1 1 240px",
+        ),
+        rx.button(
+            rx.icon("link-2-off", size=14), "Revoke", size="1", variant="soft", color_scheme="red",
+            on_click=AdminState.revoke_invite(row.invite_id), data_testid="invite-revoke",
+            aria_label="Revoke the invite for " + row.email,
+        ),
+        custom_attrs={"data-email": row.email},
+        data_testid="invite-row",
+        justify="between", align="center", gap="12px", wrap="wrap", width="100%",
+        padding_y="10px", border_top="1px solid var(--gray-4)",
+    )
+
+
+def _pending_invites() -> rx.Component:
+    """The invites not used, revoked or expired yet (shown only when there are some)."""
+    return rx.cond(
+        AdminState.invites.length() > 0,
+        rx.card(
+            rx.vstack(
+                rx.heading("Pending invites", size="3"),
+                rx.text("Links not used yet. Revoke one to make its link stop working.", size="2", color=theme.MUTED),
+                rx.box(rx.foreach(AdminState.invites, _invite_row), width="100%"),
+                spacing="2", width="100%",
+            ),
+            width="100%", data_testid="pending-invites",
+        ),
+    )
+
+
 def _account_row(row: AccountRow) -> rx.Component:
     disabled = row.status == "disabled"
     return rx.table.row(
@@ -131,8 +171,9 @@ def admin_page() -> rx.Component:
             user_menu(),
             justify="between", align="center", width="100%",
         ),
-        rx.flex(_invite_form(), _temporary_form(), gap="4", wrap="wrap", width="100%"),
+        rx.flex(_invite_form(), _temporary_form(), gap="16px", wrap="wrap", width="100%"),
         _result(),
+        _pending_invites(),
         rx.box(
             rx.table.root(
                 rx.table.header(rx.table.row(*[rx.table.column_header_cell(h) for h in ("Person", "Role", "Status", "")])),

@@ -61,6 +61,21 @@ CARD_FOCUS = {
 """A card with the keyboard focus is outlined (the review's shortcuts act on it)."""
 
 
+def _progress_line(card: CardRow) -> rx.Component:
+    """``"1 of 2 approvals: Dana"`` on an open shared card, announced as it changes (a live region;
+    through ``custom_attrs``, which Reflex 0.10 keeps on every component)."""
+    return rx.cond(
+        card.show_progress & (card.standing != "complete"),
+        rx.hstack(
+            rx.icon("users", size=14, color=theme.MUTED, aria_hidden="true"),
+            rx.text(card.progress, size="2", weight="medium", data_testid="approval-progress",
+                    custom_attrs={"aria-live": "polite", "role": "status"}),
+            spacing="2",
+            align="center",
+        ),
+    )
+
+
 def _state_text(card: CardRow) -> rx.Component:
     """The card's state in words, announced when it changes (``aria-live``): the draft's choice,
     or the server's word when the card was decided earlier or waits for someone else."""
@@ -162,15 +177,7 @@ def approval_card(card: CardRow) -> rx.Component:
             effect_preview(card),
             _edit_area(card),
             _answers(card),
-            rx.cond(
-                card.show_progress & (card.standing != "complete"),
-                rx.hstack(
-                    rx.icon("users", size=14, color=theme.MUTED),
-                    rx.text(card.progress, size="2", weight="medium", data_testid="approval-progress"),
-                    spacing="2",
-                    align="center",
-                ),
-            ),
+            _progress_line(card),
             rx.cond(card.note != "", rx.text(card.note, size="2", color=theme.MUTED, data_testid="card-note")),
             rx.hstack(
                 _decision_button(card, "approve"),
@@ -185,7 +192,8 @@ def approval_card(card: CardRow) -> rx.Component:
                 card.error != "",
                 rx.text(card.error, color=theme.ERROR_COLOR, size="2", data_testid="card-error", role="alert"),
             ),
-            rx.el.span(_state_text(card), role="status", aria_live="polite", data_testid="card-state", style=_VISUALLY_HIDDEN),
+            rx.el.span(_state_text(card), data_testid="card-state", style=_VISUALLY_HIDDEN,
+                       custom_attrs={"aria-live": "polite", "role": "status"}),
             spacing="2",
             width="100%",
         ),
@@ -226,7 +234,8 @@ def _cards_panel() -> rx.Component:
         rx.vstack(
             rx.hstack(
                 rx.heading("Review needed", size="3"),
-                rx.text(ReviewState.summary, size="2", color=theme.MUTED, data_testid="decided-count", aria_live="polite"),
+                rx.text(ReviewState.summary, size="2", color=theme.MUTED, data_testid="decided-count",
+                        custom_attrs={"aria-live": "polite", "role": "status"}),
                 rx.spacer(),
                 shortcuts_help(),
                 align="center",

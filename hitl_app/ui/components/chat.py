@@ -10,7 +10,7 @@ from hitl_app.review.types import MAX_PASTE_CHARS
 from hitl_app.ui import theme
 from hitl_app.ui.components.approval_card import review_panel
 from hitl_app.ui.components.message import message
-from hitl_app.ui.state import COMPOSER_ID, ChatState
+from hitl_app.ui.state import COMPOSER_ID, ChatState, ReviewState
 
 
 def streaming_bubble() -> rx.Component:
@@ -92,7 +92,11 @@ def composer() -> rx.Component:
     return rx.cond(
         ChatState.read_only,
         rx.text(
-            "Read-only: this is someone else's thread. You can decide the cards above that are yours to decide.",
+            "Read-only: this is someone else's thread. ",
+            rx.cond(  # what is left for this reviewer: their cards, or whom the review waits for now
+                (ChatState.status == "review") & (ReviewState.composer_line != ""),
+                ReviewState.composer_line, "You can decide the cards above that are yours to decide.",
+            ),
             size="2", color=theme.MUTED, data_testid="read-only-notice",
         ),
         _composer_form(),
@@ -103,7 +107,15 @@ def _composer_form() -> rx.Component:
     return rx.vstack(
         rx.cond(
             ChatState.lock_reason != "",
-            rx.text(ChatState.lock_reason, size="2", color=theme.MUTED, data_testid="composer-lock-reason")
+            rx.text(
+                # a pending review: the line says what is left for THIS person (their cards, or whom it waits for)
+                rx.cond(
+                    (ChatState.status == "review") & (ChatState.load_error == "") & ~ChatState.streaming
+                    & (ReviewState.composer_line != ""),
+                    ReviewState.composer_line, ChatState.lock_reason,
+                ),
+                size="2", color=theme.MUTED, data_testid="composer-lock-reason",
+            )
         ),
         rx.form(
             rx.hstack(

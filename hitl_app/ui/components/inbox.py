@@ -19,7 +19,7 @@ def _item(row: InboxRow) -> rx.Component:
             rx.hstack(
                 rx.code(row.tool, size="3", weight="bold", style={"whiteSpace": "nowrap"}),
                 rx.spacer(),
-                rx.badge(row.needs, color_scheme="amber", style={"whiteSpace": "nowrap"}),
+                rx.badge(row.needs, color_scheme="amber", high_contrast=True, style={"whiteSpace": "nowrap"}),
                 align="center",
                 width="100%",
                 wrap="wrap",

@@ -10,7 +10,7 @@ from hitl_app.ui import theme
 from hitl_app.ui.inbox_state import InboxState
 from hitl_app.ui.menu_state import MenuState
 from hitl_app.ui.rows import ThreadRow
-from hitl_app.ui.state import ChatState, ThreadListState
+from hitl_app.ui.state import ChatState, SessionState, ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
 
 
@@ -125,7 +125,10 @@ def sidebar_body(in_menu: bool = False) -> rx.Component:
         rx.hstack(
             rx.link("Audit", href="/audit", size="2", data_testid="audit-link", **_click(in_menu)),
             rx.link("Grants", href="/grants", size="2", data_testid="grants-link", **_click(in_menu)),
-            rx.link("Metrics", href="/metrics", size="2", data_testid="metrics-link", **_click(in_menu)),
+            rx.cond(  # only where the page would let them in (reviewers and admins)
+                SessionState.may_open_metrics,
+                rx.link("Metrics", href="/metrics", size="2", data_testid="metrics-link", **_click(in_menu)),
+            ),
             rx.link(
                 "Workspace", **_click(in_menu, WorkspaceState.toggle), size="2", data_testid="workspace-toggle",
                 style={"cursor": "pointer"},

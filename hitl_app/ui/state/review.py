@@ -194,6 +194,11 @@ class ReviewState(CardEditMixin, SessionState):
         return draft.nothing_left_note(self.cards)
 
     @rx.var
+    def composer_line(self) -> str:
+        """The locked composer's line while the review is pending (``draft.composer_line``)."""
+        return draft.composer_line(self.cards)
+
+    @rx.var
     def can_approve_all(self) -> bool:
         """Offered while some card is undecided and every undecided card allows approve."""
         return draft.offers_approve_rest(self.cards)

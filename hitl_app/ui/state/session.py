@@ -19,6 +19,7 @@ from reflex.event import EventSpec
 from hitl_app.auth import Principal, resolve_session
 from hitl_app.runtime import get_runtime
 from hitl_app.store.legacy import claim_browser_threads, is_browser_id
+from hitl_app.threads.metrics import may_open_metrics
 from hitl_app.ui.auth_state import current_principal
 
 SIGN_IN_PAGE = "/sign-in"
@@ -97,6 +98,11 @@ class SessionState(rx.State):
     user_role: str = ""
     user_email: str = ""
     _claimed_for: int = 0
+
+    @rx.var
+    def may_open_metrics(self) -> bool:
+        """Whether the Metrics page would let this account in (its link shows only then)."""
+        return may_open_metrics(self.user_role)
 
     async def require_principal(self) -> Principal | None:
         """The signed-in account for this event, or None: no session cookie, an unknown, expired or

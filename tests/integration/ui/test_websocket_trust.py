@@ -66,10 +66,11 @@ async def submit_and_finish(c: WsClient, timeout: float = 30) -> None:
 
 
 def test_state_paths_are_the_apps_state_names():
+    from hitl_app.ui.inbox_state import InboxState
     from hitl_app.ui.menu_state import MenuState
     from hitl_app.ui.state import ChatState, ReviewState, SessionState, ThreadListState
 
-    for cls in (SessionState, ThreadListState, ChatState, ReviewState, MenuState):
+    for cls in (SessionState, ThreadListState, ChatState, ReviewState, MenuState, InboxState):
         assert STATE_PATHS[cls.__name__] == cls.get_full_name()
 
 

@@ -173,3 +173,28 @@ def test_submit_counts_only_the_cards_this_person_can_still_decide():
     assert draft.all_decided(cards) and draft.nothing_left_note(cards) == ""
     assert draft.nothing_left_note([card(0, standing="complete", allowed=[])]) == "Every card is decided; the agent goes on."
     assert draft.submit_label([card(0)]) == "Submit 1 decision"
+
+
+# ---- the composer line: what is left for this person ------------------------------------------
+
+def shared(index: int, standing: str, **fields) -> CardRow:
+    return card(index, allowed=["approve", "reject"], standing=standing, others=fields.pop("others", "a reviewer"), **fields)
+
+
+def test_the_composer_line_says_decide_every_card_only_when_every_open_card_is_yours():
+    assert draft.composer_line([shared(0, "open"), shared(1, "open")]) == draft.DECIDE_ALL
+    assert draft.composer_line([shared(0, "open"), shared(1, "waiting", remaining=2)]) == (
+        "Decide your 1 card above, then submit; 1 more waits for a reviewer."
+    )
+    assert draft.composer_line([]) == ""
+
+
+def test_the_composer_line_says_whom_it_waits_for_when_nothing_is_yours():
+    assert draft.composer_line([shared(0, "waiting", remaining=2)]) == (
+        "Waiting for a reviewer to decide (2 approvals still needed); nothing here is yours to approve."
+    )
+    after_mine = [shared(0, "complete", yours=True), shared(1, "waiting", remaining=1)]
+    assert draft.composer_line(after_mine) == "Your decisions are in; waiting for 1 more approval from a reviewer."
+    my_approval_in = [shared(0, "waiting", remaining=1, yours=True, others="")]
+    assert draft.composer_line(my_approval_in) == "Your decisions are in; waiting for 1 more approval from another reviewer."
+    assert draft.composer_line([shared(0, "complete")]) == "Every card is decided; the agent goes on."

@@ -18,6 +18,8 @@ from hitl_app.review.rights import (
     may_decide,
     parse_tool_rights,
     progress,
+    rights_in_force,
+    who_else_may_decide,
 )
 
 MIA = Person(1, "Mia", Role.MEMBER, "mia@example.com")  # asks in her own thread
@@ -293,3 +295,23 @@ def test_malformed_rights_are_refused_with_one_line(table, message):
     with pytest.raises(RightsPolicyError) as info:
         parse_tool_rights(table)
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+# ---- escalation: a deadline hands the card to a role -------------------------------------------
+
+def test_an_escalated_review_lets_the_role_decide_and_keeps_the_other_keys():
+    owner_only = card(rights=rights_in_force({}, "delete_file"), tool="delete_file")
+    assert not may_decide(owner_only, DANA).may_decide
+    escalated = card(rights=rights_in_force({}, "delete_file", "reviewer"), tool="delete_file")
+    assert may_decide(escalated, DANA).allowed == ("approve", "reject")
+    assert may_decide(escalated, MIA).allowed == ("approve", "reject"), "the owner still decides"
+    assert not may_decide(escalated, MAX).may_decide, "a member who did not ask still may not"
+    big = card({"amount": 5000, "to": "Bob"}, rights=rights_in_force({"transfer_funds": TEAM}, "transfer_funds", "admin"))
+    assert big.rule.approvals == 2 and not big.rule.self_approval, "escalation widens who, not how many"
+    assert rights_in_force({"transfer_funds": TEAM}, "transfer_funds", None) is TEAM
+
+
+def test_who_else_may_decide_leaves_out_the_person_who_asked():
+    assert who_else_may_decide(TEAM.base) == "a reviewer"
+    assert who_else_may_decide(DEFAULT_RULE) == ""
+    assert who_else_may_decide(parse_tool_rights({"reviewers": ["owner", "admin"]}).base) == "an admin"

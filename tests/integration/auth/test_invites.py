@@ -1,0 +1,69 @@
+"""Invites after they were made, on real SQLite and PostgreSQL: the admin's pending list, revoking,
+and what a link says before its form is filled in (used, expired, revoked, unknown)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from hitl_app.auth import (
+    SYSTEM,
+    AuthError,
+    NotAllowed,
+    Role,
+    accept_invite,
+    create_admin,
+    create_invite,
+    invite_refusal,
+    pending_invites,
+    revoke_invite,
+)
+from hitl_app.auth.invites import INVITE_EXPIRED, INVITE_REVOKED, INVITE_UNKNOWN, INVITE_USED
+from hitl_app.store.tables import utcnow
+
+PW = "correct horse 1"
+
+
+async def test_pending_invites_list_who_role_and_expiry_and_leave_out_used_ones(engine, config):
+    admin = await create_admin(engine=engine, email="ada@example.com", display_name="Ada", password=PW)
+    used = await create_invite(engine=engine, email="used@example.com", role=Role.MEMBER, by=admin, config=config)
+    await create_invite(engine=engine, email="Rev@Example.com", role=Role.REVIEWER, by=admin, config=config)
+    await accept_invite(engine=engine, token=used, display_name="Used", password=PW)
+    [row] = await pending_invites(engine=engine, by=admin)
+    assert (row.email, row.role, row.invited_by) == ("Rev@Example.com", Role.REVIEWER, "Ada")
+    assert timedelta(hours=1, minutes=59) < row.expires_at - utcnow() <= timedelta(hours=2)
+    assert await pending_invites(engine=engine, by=admin, now=utcnow() + timedelta(hours=3)) == [], "expired"
+
+
+async def test_a_revoked_invite_stops_working_and_leaves_the_list(engine, config):
+    token = await create_invite(engine=engine, email="r@example.com", role=Role.MEMBER, by=SYSTEM, config=config)
+    assert await invite_refusal(engine=engine, token=token) == ""
+    [row] = await pending_invites(engine=engine, by=SYSTEM)
+    assert await revoke_invite(engine=engine, invite_id=row.invite_id, by=SYSTEM) == "r@example.com"
+    assert await pending_invites(engine=engine, by=SYSTEM) == []
+    assert await invite_refusal(engine=engine, token=token) == INVITE_REVOKED
+    with pytest.raises(AuthError, match="not valid any more"):
+        await accept_invite(engine=engine, token=token, display_name="R", password=PW)
+    with pytest.raises(AuthError, match="no longer pending"):
+        await revoke_invite(engine=engine, invite_id=row.invite_id, by=SYSTEM)
+
+
+async def test_a_link_says_why_it_cannot_be_used(engine, config):
+    token = await create_invite(engine=engine, email="r@example.com", role=Role.MEMBER, by=SYSTEM, config=config)
+    later = utcnow() + timedelta(hours=3)
+    assert await invite_refusal(engine=engine, token=token, now=later) == INVITE_EXPIRED
+    assert await invite_refusal(engine=engine, token="made-up-token") == INVITE_UNKNOWN
+    await accept_invite(engine=engine, token=token, display_name="R", password=PW)
+    assert await invite_refusal(engine=engine, token=token) == INVITE_USED
+
+
+async def test_only_an_admin_lists_or_revokes_invites(engine, config, make_account):
+    await create_invite(engine=engine, email="r@example.com", role=Role.MEMBER, by=SYSTEM, config=config)
+    [row] = await pending_invites(engine=engine, by=SYSTEM)
+    reviewer = await make_account(email="rev@example.com", role=Role.REVIEWER)
+    with pytest.raises(NotAllowed):
+        await pending_invites(engine=engine, by=reviewer)
+    with pytest.raises(NotAllowed):
+        await revoke_invite(engine=engine, invite_id=row.invite_id, by=reviewer)
+    assert await invite_refusal(engine=engine, token="x") == INVITE_UNKNOWN
