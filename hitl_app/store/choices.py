@@ -61,13 +61,14 @@ async def save_choice(
 
     Args:
         session: the app database session (committed here).
-        thread_id, interrupt_id: the pending review.
+        thread_id: the review's thread.
+        interrupt_id: the pending review.
         action_index: the card (0-based).
         account_id: whose choice (the account id as text).
         choice: the kept payload (a small JSON object), or None.
     """
     who = account_id[:100]
-    await session.exec(delete(CardChoice).where(  # type: ignore[call-overload]
+    await session.exec(delete(CardChoice).where(
         col(CardChoice.thread_id) == thread_id, col(CardChoice.account_id) == who,
         col(CardChoice.interrupt_id) != interrupt_id,
     ))
@@ -85,7 +86,7 @@ async def save_choice(
             await session.delete(row)
             await session.commit()
             return
-        row.choice, row.submitted, row.updated_at = dict(choice), False, utcnow()
+        row.choice, row.submitted, row.updated_at = dict(choice or {}), False, utcnow()
         session.add(row)
         try:
             await session.commit()
@@ -125,6 +126,6 @@ async def _mark(session: AsyncSession, interrupt_id: str, account_id: str, *, su
         )
         .values(submitted=submitted, updated_at=utcnow())
     )
-    result = await session.exec(stmt)  # type: ignore[call-overload]
+    result = await session.exec(stmt)
     await session.commit()
     return int(result.rowcount or 0)
