@@ -56,7 +56,8 @@ class CardChoiceMixin(rx.State, mixin=True):
         person = await self.require_principal()
         if person is None or not chat.tid:
             return
-        kept = draft.kept_choice(self.cards[index], card_edit.plain(self._edited))
+        edited = {int(k): v for k, v in card_edit.plain(self._edited).items()}  # plain() makes the keys text
+        kept = draft.kept_choice(self.cards[index], edited)
         await get_choices().save(chat.tid, self.interrupt_id, index, person, kept)
 
     async def _consume(self, person: Person) -> None:

@@ -119,3 +119,25 @@ async def test_undo_after_a_reload_brings_back_the_submitted_choices(server):
         assert picks(tab.review["cards"]) == [("reject", "not today", ""), ("approve", "", "")]
         assert tab.review["submit_label"] == "Submit 2 decisions" and tab.review["all_decided"]
     assert app_db.audit_rows(server.data_dir, tid) == []  # the claim went with the undo
+
+
+async def test_a_checked_edit_survives_a_reload_and_is_sent_as_edited(server):
+    tid, mo = str(uuid.uuid4()), str(uuid.uuid4())
+    edited = '{"to": "alice@example.com", "subject": "plans", "body": "hi"}'
+    async with WsClient(server.url, browser_id=mo) as tab:
+        await tab.load_thread(tid)
+        await tab.send("email bob@example.com about plans: hi")
+        await tab.wait_review(1)
+        await tab.call("ReviewState.save_edit", index=0, text=edited)
+        await tab.wait_for(lambda c: c.review["cards"][0]["choice"] == "edit" and not c.review["cards"][0]["editing"],
+                           what="the edit checked")
+    async with WsClient(server.url, browser_id=mo) as tab:
+        await tab.load_thread(tid)
+        await tab.wait_for(lambda c: (c.review.get("cards") or [{}])[0].get("choice") == "edit", what="the edit kept")
+        card = tab.review["cards"][0]
+        assert not card["editing"] and "alice@example.com" in card["args_json"] and card["diff"]
+        await tab.call("ReviewState.submit")
+        await tab.wait_for(lambda c: c.chat.get("status") == "idle" and not c.chat.get("streaming"), timeout=30,
+                           what="the run ends")
+    [row] = app_db.audit_rows(server.data_dir, tid)
+    assert row["decision_type"] == "edit" and '"alice@example.com"' in row["args_executed"]
