@@ -8,10 +8,15 @@ like examples/policies/team.toml plus an undo window on ``slow_task``).
   shows his pick.
 * Mo submits inside an undo window, reloads, and presses Undo: the cards come back as submitted
   (before: blank).
+* A checked edit comes back checked and is sent as edited.
+* A kept choice the rights do not allow (written straight into the table, as a forged one would
+  be) is not shown, and cannot be submitted either.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import uuid
 from collections.abc import Iterator
 
@@ -141,3 +146,31 @@ async def test_a_checked_edit_survives_a_reload_and_is_sent_as_edited(server):
                            what="the run ends")
     [row] = app_db.audit_rows(server.data_dir, tid)
     assert row["decision_type"] == "edit" and '"alice@example.com"' in row["args_executed"]
+
+
+async def test_a_kept_choice_the_rights_refuse_is_not_shown(server):
+    tid, may = str(uuid.uuid4()), str(uuid.uuid4())
+    async with WsClient(server.url, browser_id=may) as tab:
+        await tab.load_thread(tid)
+        await tab.send("pay 1500 to Bob")
+        [card] = await tab.wait_review(1)
+        assert card["allowed"] == ["reject"]  # a member's payment needs a reviewer
+        interrupt_id, account = tab.review["interrupt_id"], str(tab.account_id)
+    con = sqlite3.connect(server.data_dir / "hitl.sqlite", timeout=10)
+    with con:
+        con.execute(
+            "INSERT INTO card_choices (thread_id, interrupt_id, action_index, account_id, choice, submitted, updated_at)"
+            " VALUES (?, ?, 0, ?, ?, 0, '2026-01-01 00:00:00')",
+            (tid, interrupt_id, account, json.dumps({"choice": "approve"})),
+        )
+    con.close()
+    async with WsClient(server.url, browser_id=may) as tab:
+        await tab.load_thread(tid)
+        [card] = await tab.wait_review(1)
+        await tab.settle()
+        assert tab.review["cards"][0]["choice"] == ""
+        assert tab.review["summary"] == "0 of 1 decided · 1 waiting for another reviewer"
+        await tab.call("ReviewState.submit")  # nothing chosen: nothing is sent
+        await tab.settle()
+        assert tab.chat["status"] == "review"
+    assert app_db.audit_rows(server.data_dir, tid) == [] and app_db.tool_effects(server.data_dir, "transfer_funds") == 0
