@@ -9,6 +9,7 @@ like examples/policies/team.toml plus an undo window on ``slow_task``).
 * Mo submits inside an undo window, reloads, and presses Undo: the cards come back as submitted
   (before: blank).
 * A checked edit comes back checked and is sent as edited.
+* A pick survives the server being killed and started again.
 * A kept choice the rights do not allow (written straight into the table, as a forged one would
   be) is not shown, and cannot be submitted either.
 """
@@ -16,9 +17,11 @@ like examples/policies/team.toml plus an undo window on ``slow_task``).
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -174,3 +177,27 @@ async def test_a_kept_choice_the_rights_refuse_is_not_shown(server):
         await tab.settle()
         assert tab.chat["status"] == "review"
     assert app_db.audit_rows(server.data_dir, tid) == [] and app_db.tool_effects(server.data_dir, "transfer_funds") == 0
+
+
+async def test_a_pick_survives_a_server_restart(tmp_path: Path):
+    data, tid, mo = tmp_path / "app", str(uuid.uuid4()), str(uuid.uuid4())
+    first = AppServer(data).start()
+    try:
+        async with WsClient(first.url, browser_id=mo) as tab:
+            await tab.load_thread(tid)
+            await tab.send("email bob@example.com about plans: hi and delete notes/old.txt")
+            await tab.wait_review(2)
+            await tab.call("ReviewState.choose", index=1, kind="reject")
+            await tab.call("ReviewState.set_reason", index=1, text="keep it")
+            await tab.settle()
+    finally:
+        first.stop(signal.SIGKILL)
+    second = AppServer(data).start()
+    try:
+        async with WsClient(second.url, browser_id=mo) as tab:
+            await tab.load_thread(tid)
+            await tab.wait_for(lambda c: picks(c.review.get("cards") or [])[1:] == [("reject", "keep it", "")],
+                               what="the pick back after the restart")
+            assert picks(tab.review["cards"])[0] == ("", "", "")
+    finally:
+        second.stop()
