@@ -26,6 +26,7 @@ from hitl_app.settings import Settings, get_settings
 from hitl_app.store.db import Engines, create_schema, make_engines
 from hitl_app.threads.bus import RunBus
 from hitl_app.threads.bus_local import LocalRunBus
+from hitl_app.threads.choices import CardChoices
 from hitl_app.threads.inbox import ReviewInbox, ReviewReminders
 from hitl_app.threads.limits import RunLimits
 from hitl_app.threads.mailer import SmtpConfig
@@ -70,6 +71,11 @@ def get_inbox() -> ReviewInbox:
     if runtime.inbox is None:
         runtime.inbox = ReviewInbox(runtime.engines, runtime.service.rights, runtime.service.bus.reviews)
     return runtime.inbox
+
+
+def get_choices() -> CardChoices:
+    """Each person's kept card choices (``hitl_app.threads.choices``) on this process's app database."""
+    return CardChoices(get_runtime().engines)
 
 
 def reminders_for(settings: Settings, service: ThreadService) -> ReviewReminders | None:

@@ -13,6 +13,10 @@ In a shared review (several people decide its cards) each card also carries the 
 their approval is in and it needs another reviewer's) or ``open`` (theirs to decide). The counter,
 the status line and the Submit label read it, so a card decided earlier never counts as undecided
 and Submit counts only the cards this person can still decide.
+
+Each card's choice is also kept on the server until Submit (``hitl_app.store.choices``), so a
+reload shows it again: ``kept_choice`` says what is kept of a card, ``restorable`` whether a kept
+choice may be shown again on a card as the server now sees it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from hitl_app.review.types import (
+    MAX_MESSAGE_CHARS,
     AnyDecision,
     ApproveDecision,
     EditDecision,
@@ -294,3 +299,51 @@ def to_decisions(cards: Sequence[DraftCard], edited: Mapping[int, dict[str, Any]
         else:
             out.append(ApproveDecision(type="approve"))
     return out
+
+
+_KEPT_FIELD = {"reject": ("reason", str), "respond": ("answer", str), "edit": ("args", dict)}
+"""The field a kept choice carries besides ``choice``, and its type."""
+
+
+def kept_choice(card: DraftCard, edited: Mapping[int, dict[str, Any]]) -> dict[str, Any] | None:
+    """What the server keeps of ``card``'s choice until Submit, or None for nothing.
+
+    Args:
+        card: one card of the draft.
+        edited: card index -> the edited arguments that passed the schema check.
+
+    Returns:
+        ``{"choice": "approve"}``, ``{"choice": "reject", "reason": str}``, ``{"choice":
+        "respond", "answer": str}`` or ``{"choice": "edit", "args": dict}`` (only an edit whose
+        arguments passed the check and whose editor is closed); None while undecided or editing.
+    """
+    if card.choice == "approve":
+        return {"choice": "approve"}
+    if card.choice == "reject":
+        return {"choice": "reject", "reason": card.reason}
+    if card.choice == "respond":
+        return {"choice": "respond", "answer": card.answer}
+    if card.choice == "edit" and is_decided(card) and card.index in edited:
+        return {"choice": "edit", "args": dict(edited[card.index])}
+    return None
+
+
+def restorable(card: DraftCard, kept: Any) -> str:
+    """The choice a kept one (``kept_choice``'s shape, read back) gives ``card`` again, or ``""``.
+
+    Only a card without a choice in this tab and not complete takes one, and only a choice among
+    the buttons the person has now (``card.allowed``: the rights may have changed since) with its
+    field well formed (a text within ``MAX_MESSAGE_CHARS``, edited arguments as an object). An edit
+    must still pass the tool's schema check (the caller's job) before it is shown.
+    """
+    if card.choice or card.standing == COMPLETE or not isinstance(kept, Mapping):
+        return ""
+    choice = kept.get("choice")
+    if not isinstance(choice, str) or choice not in card.allowed:
+        return ""
+    if choice in _KEPT_FIELD:
+        key, kind = _KEPT_FIELD[choice]
+        value = kept.get(key)
+        if not isinstance(value, kind) or (isinstance(value, str) and len(value) > MAX_MESSAGE_CHARS):
+            return ""
+    return choice

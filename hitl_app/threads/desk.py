@@ -10,8 +10,9 @@ per tool, the deadline, whether grants are allowed and how long the undo window 
   nothing is written. ``resume_or_wait`` writes them once the review is claimed.
 - Undo: with an undo window, ``resume_or_wait`` writes a ``ScheduledResume`` instead of starting
   the run (the sweeper, ``hitl_app.threads.sweeper``, starts it when the window ends, in whichever
-  worker takes it first); ``undo`` releases the claim, so the review is answerable again, and drops
-  the grants made with it. Both are review events (``store.desk``) beside the audit.
+  worker takes it first); ``undo`` releases the claim, so the review is answerable again, drops
+  the grants made with it and reopens the submitter's kept card choices (``store.choices``).
+  Both are review events (``store.desk``) beside the audit.
 - ``decorate`` adds the ``DeskView`` to a thread view (deadline, escalation, undo window, grants).
 """
 
@@ -32,9 +33,9 @@ from hitl_app.review.rights_policy import DEFAULT_RIGHTS
 from hitl_app.review.risk_policy import NO_RISK, ToolRisk
 from hitl_app.review.types import AnyDecision, PendingReview, decision_payload
 from hitl_app.review.validate import ReviewError
+from hitl_app.store import choices, reviews
 from hitl_app.store import desk as desk_store
 from hitl_app.store import grants as grant_store
-from hitl_app.store import reviews
 from hitl_app.store.desk_tables import ReviewEvent, ScheduledResume
 from hitl_app.store.tables import ReviewRequestRecord, utcnow
 from hitl_app.threads.decide import is_admin
@@ -235,11 +236,13 @@ class ReviewDesk:
             if not await desk_store.undo_resume(session=session, interrupt_id=row.interrupt_id, now=utcnow()):
                 raise ThreadError("Too late to undo: the agent has already gone on.", code="too_late")
             await reviews.release_claim(session=session, interrupt_id=row.interrupt_id)
+            await choices.reopen_choices(session=session, interrupt_id=row.interrupt_id, account_id=row.by_id)
             await grant_store.drop_grants_of(session=session, interrupt_id=row.interrupt_id)
             await desk_store.add_event(session=session, event=ReviewEvent(
                 thread_id=thread_id, interrupt_id=row.interrupt_id, kind="undone", account_id=who[:100],
                 display_name=person.display_name[:100], role=str(person.role)[:20], note="submission undone",
             ))
+        await self.service.bus.reviews.announce()  # answerable again: every inbox re-reads
 
     async def holds(self, interrupt_id: str) -> bool:
         """True while the review waits out an undo window (its claim must not be released)."""

@@ -113,8 +113,10 @@ class DeskState(SessionState):
 
     @rx.event
     async def undo(self):
-        """Undo the submission while its window is open: the cards come back as they were."""
+        """Undo the submission while its window is open: the cards come back as they were (the
+        submitter's kept choices, also after a reload), and the inbox count at once."""
         from hitl_app.ui.state.chat import ChatState
+        from hitl_app.ui.state.review import inbox_reread
 
         chat = await self.get_state(ChatState)
         if (person := await self.require_principal()) is None:
@@ -127,4 +129,4 @@ class DeskState(SessionState):
         else:
             self.undo_error = ""
         await chat._apply_view(await service.load(chat.tid, viewer=person))
-        return ChatState.watch
+        return [ChatState.watch, inbox_reread()]

@@ -171,6 +171,13 @@ class InboxState(SessionState):
         return [*events, rx.call_script("hitlInboxPermission()", callback=InboxState.set_notify), InboxState.watch]
 
     @rx.event
+    async def reread(self):
+        """Re-read the inbox now: after this tab's own decision or Undo the count and the title
+        follow at once, not only when the review signal reaches the watcher."""
+        events = await self._read()
+        return sign_in_redirect() if events is None else events
+
+    @rx.event
     def set_notify(self, permission: Any) -> None:
         """What the page says about notifications (``Notification.permission``)."""
         if permission in ("default", "granted", "denied", "unsupported"):

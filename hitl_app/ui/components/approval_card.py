@@ -19,6 +19,8 @@ _LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": 
 _ICONS = {"approve": "check", "edit": "pencil", "reject": "x", "respond": "message-circle"}
 _COLORS = {"approve": "green", "edit": "blue", "reject": "red", "respond": "violet"}
 _KEYS = {"approve": "a", "edit": "e", "reject": "r", "respond": "s"}
+KEEP_TEXT_MS = 800
+"""A reject reason or an answer is sent (and kept on the server) once typing pauses this long (ms), and on blur."""
 
 
 def _arg_row(arg: ArgRow) -> rx.Component:
@@ -136,6 +138,7 @@ def _answers(card: CardRow) -> rx.Component:
                 placeholder="Reason (optional, shown to the agent)",
                 default_value=card.reason,
                 on_blur=lambda value: ReviewState.set_reason(card.index, value),
+                on_change=lambda value: ReviewState.set_reason(card.index, value).debounce(KEEP_TEXT_MS),
                 max_length=MAX_PASTE_CHARS,
                 width="100%",
                 data_testid="reject-message",
@@ -148,6 +151,7 @@ def _answers(card: CardRow) -> rx.Component:
                 placeholder="Your answer (required)",
                 default_value=card.answer,
                 on_blur=lambda value: ReviewState.set_answer(card.index, value),
+                on_change=lambda value: ReviewState.set_answer(card.index, value).debounce(KEEP_TEXT_MS),
                 max_length=MAX_PASTE_CHARS,
                 width="100%",
                 data_testid="respond-message",

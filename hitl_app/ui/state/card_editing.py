@@ -106,6 +106,7 @@ class CardEditMixin(rx.State, mixin=True):
             self._set(index, edit_error=problem)  # type: ignore[attr-defined]
             return None
         self._check_and_close(index, args)
+        await self._keep(index)  # type: ignore[attr-defined]
         return None
 
     @rx.event
@@ -114,6 +115,7 @@ class CardEditMixin(rx.State, mixin=True):
         if (refused := await self._refuse()) is not None:  # type: ignore[attr-defined]
             return refused
         self._save_edit(index, text)
+        await self._keep(index)  # type: ignore[attr-defined]
         return None
 
     def _save_edit(self, index: int, text: str) -> None:
@@ -161,4 +163,5 @@ class CardEditMixin(rx.State, mixin=True):
         self._edited.pop(index, None)  # type: ignore[attr-defined]
         self._drafts.pop(index, None)  # type: ignore[attr-defined]
         self._set(index, choice="", editing=False, edit_error="", diff=[], json_note="")  # type: ignore[attr-defined]
+        await self._keep(index)  # type: ignore[attr-defined]
         return None

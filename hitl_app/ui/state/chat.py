@@ -118,7 +118,7 @@ class ChatState(SessionState):
         raised_at = view.desk.requested_at if view.desk is not None else None
         review_state._show(view.pending, statuses=None if waiting else view.cards, error=review_error, raised_at=raised_at)
         if view.pending is not None:
-            await review_state._fill_previews(view.owner)
+            await review_state._fill_cards(view.owner)
         (await self.get_state(DeskState))._show(view.desk, view.pending.interrupt_id if view.pending else "")
 
     def _show_rows(self, rows: list[MessageRow]) -> None:

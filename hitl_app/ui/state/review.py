@@ -26,6 +26,7 @@ from hitl_app.threads.views import CardStatus
 from hitl_app.ui import card_edit
 from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui.rows import CardRow, apply_status, card_rows
+from hitl_app.ui.state.card_choices import CardChoiceMixin
 from hitl_app.ui.state.card_editing import CardEditMixin
 from hitl_app.ui.state.chat import ChatState
 from hitl_app.ui.state.session import SessionState, ask_identity
@@ -34,14 +35,23 @@ RECOVERABLE = ("choose", "submit", "approve_all")
 """Review actions replayed after the tab's server state is rebuilt (see ``ReviewState._lost``)."""
 
 
+def inbox_reread() -> Any:
+    """The tab's inbox re-read (the ``InboxState.reread`` handler, for a handler to return),
+    sent after this person's own decision."""
+    from hitl_app.ui.inbox_state import InboxState  # the inbox state imports this module
+
+    return InboxState.reread
+
+
 def _schemas(review: PendingReview | None) -> dict[str, Any]:
     """Tool name -> args JSON schema for the review's tools (from the service's validators)."""
     validators = get_service().validators if review else {}
     return {a.name: args_json_schema(validators.get(a.name)) for a in (review.action_requests if review else ())}
 
 
-class ReviewState(CardEditMixin, SessionState):
-    """The approval cards of the pending review, and the reviewer's choices on them.
+class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
+    """The approval cards of the pending review, and the reviewer's choices on them (each kept on
+    the server until Submit, ``CardChoiceMixin``, so a reload shows them again).
 
     ``raised_ms`` / ``server_ms``: when the review was raised and when the server sent it (epoch
     ms, server clock): the cards' "waiting 4 min" counts from them (``waited.js``), never from
@@ -137,9 +147,11 @@ class ReviewState(CardEditMixin, SessionState):
         if error is not None:
             self.review_error = error
 
-    async def _fill_previews(self, owner: str) -> None:
-        """Put each card's effect preview on it, once per review (``threads.previews``; ``owner``:
-        the thread's owner, whose workspace the calls act on)."""
+    async def _fill_cards(self, owner: str) -> None:
+        """After ``_show``: the person's kept choices back on blank cards (``_restore``), then
+        each card's effect preview, once per review (``threads.previews``; ``owner``: the thread's
+        owner, whose workspace the calls act on)."""
+        await self._restore()
         review = self._review()
         if review is None or self._previews_for == review.interrupt_id:
             return
@@ -232,6 +244,7 @@ class ReviewState(CardEditMixin, SessionState):
         else:
             self._edited.pop(index, None)
             self._set(index, choice=kind, editing=False, edit_error="", error="")
+        await self._keep(index)
 
     @rx.event
     async def set_reason(self, index: int, text: str):
@@ -244,6 +257,8 @@ class ReviewState(CardEditMixin, SessionState):
             self._set(index, error=f"The reason is too long (limit {MAX_MESSAGE_CHARS:,} characters).")
             return
         self._set(index, reason=text, error="")
+        if self.cards[index].choice == "reject":
+            await self._keep(index)
 
     @rx.event
     async def set_answer(self, index: int, text: str):
@@ -256,6 +271,7 @@ class ReviewState(CardEditMixin, SessionState):
             self._set(index, error=f"The answer is too long (limit {MAX_MESSAGE_CHARS:,} characters).")
             return
         self._set(index, answer=text, choice="respond", error="")
+        await self._keep(index)
 
     @rx.event
     async def reread(self):
@@ -331,13 +347,14 @@ class ReviewState(CardEditMixin, SessionState):
         except ThreadError as exc:
             self.review_error = exc.message
             return
+        await self._consume(person)  # the kept choices went with the submission
         if run_id is None:  # drafted: other cards or approvals are still to come
             await self._reload(chat, person)
             self.review_error, self.review_note = "", "Your decisions are saved. The agent goes on once every card is decided."
-            return
+            return inbox_reread()
         self._show(None)
         chat._begin_stream()
-        return ChatState.watch
+        return [ChatState.watch, inbox_reread()]
 
     async def _reload(self, chat: ChatState, person: Principal) -> None:
         """Show the thread as it is now after a submission; if it can no longer be read, the cards

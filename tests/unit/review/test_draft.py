@@ -198,3 +198,28 @@ def test_the_composer_line_says_whom_it_waits_for_when_nothing_is_yours():
     my_approval_in = [shared(0, "waiting", remaining=1, yours=True, others="")]
     assert draft.composer_line(my_approval_in) == "Your decisions are in; waiting for 1 more approval from another reviewer."
     assert draft.composer_line([shared(0, "complete")]) == "Every card is decided; the agent goes on."
+
+
+def test_what_is_kept_of_each_choice_until_submit():
+    assert draft.kept_choice(card(0, "approve"), {}) == {"choice": "approve"}
+    assert draft.kept_choice(card(0, "reject", reason="not him"), {}) == {"choice": "reject", "reason": "not him"}
+    assert draft.kept_choice(card(0, "respond", answer="blue"), {}) == {"choice": "respond", "answer": "blue"}
+    assert draft.kept_choice(card(0, "edit"), {0: {"to": "b@x.org"}}) == {"choice": "edit", "args": {"to": "b@x.org"}}
+    assert draft.kept_choice(card(0, "edit", editing=True), {0: {"to": "b@x.org"}}) is None  # still editing
+    assert draft.kept_choice(card(0, "edit"), {}) is None  # no checked arguments
+    assert draft.kept_choice(card(0), {}) is None
+
+
+def test_a_kept_choice_comes_back_only_on_a_blank_open_card_that_still_offers_it():
+    reject = {"choice": "reject", "reason": "not him"}
+    assert draft.restorable(card(0), reject) == "reject"
+    assert draft.restorable(card(0, standing="waiting", allowed=["reject"]), reject) == "reject"  # a withdrawal
+    assert draft.restorable(card(0, "approve"), reject) == ""  # this tab picked something already
+    assert draft.restorable(card(0, standing="complete"), reject) == ""  # decided meanwhile
+    assert draft.restorable(card(0, allowed=["reject"]), {"choice": "approve"}) == ""  # the rights changed
+    assert draft.restorable(card(0), {"choice": "reject", "reason": 3}) == ""
+    assert draft.restorable(card(0), {"choice": "respond", "answer": "x" * 20_001}) == ""
+    assert draft.restorable(card(0), {"choice": "edit", "args": "{}"}) == ""
+    assert draft.restorable(card(0), {"choice": "edit", "args": {"to": "b@x.org"}}) == "edit"
+    assert draft.restorable(card(0), {"choice": "drop_everything"}) == ""
+    assert draft.restorable(card(0), ["approve"]) == ""

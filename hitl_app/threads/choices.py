@@ -1,0 +1,84 @@
+"""Each person's choices on the cards of a pending review, kept on the server until Submit.
+
+The review panel keeps a person's choice on a card (``hitl_app.review.draft.kept_choice``) each
+time it changes, and shows the kept choices again when it builds the cards (a reload, another tab
+of the same account, a restart). Submit consumes them; an Undo of the submission reopens them
+(``ReviewDesk.undo``). They are never decisions: only ``submit_review`` checks and records those,
+so a kept choice is checked again at Submit exactly like a fresh one.
+
+Keeping is a convenience: a database failure is logged and the tab goes on without it (the choice
+still stands in the tab), so a click never fails because of it.
+"""
+
+# Tested by: tests/integration/store/test_store_choices.py, tests/integration/ui/test_card_choices_ws.py
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from sqlmodel.ext.asyncio.session import AsyncSession
+
+from hitl_app.review.rights import Person
+from hitl_app.store import choices as store
+from hitl_app.store.db import Engines
+
+log = logging.getLogger("hitl_app.review")
+
+MAX_KEPT_CHARS = 128 * 1024
+"""Largest kept choice, as JSON text in characters (an edit's arguments are at most 64 KiB)."""
+
+
+class CardChoices:
+    """The kept choices on one app database (see the module).
+
+    Args:
+        engines: the app database.
+    """
+
+    def __init__(self, engines: Engines) -> None:
+        self.engines = engines
+
+    def _session(self) -> AsyncSession:
+        return AsyncSession(self.engines.async_, expire_on_commit=False)
+
+    async def save(
+        self, thread_id: str, interrupt_id: str, index: int, person: Person, kept: dict[str, Any] | None
+    ) -> bool:
+        """Keep ``person``'s choice on card ``index`` of the pending review (None: forget it).
+
+        ``thread_id`` / ``interrupt_id`` are the review the tab shows (read by the server, never
+        taken from the browser). Returns False when nothing was kept (too large, or the database
+        failed: logged).
+        """
+        if kept is not None and len(json.dumps(kept, ensure_ascii=False, default=str)) > MAX_KEPT_CHARS:
+            return False
+        try:
+            async with self._session() as session:
+                await store.save_choice(
+                    session=session, thread_id=thread_id, interrupt_id=interrupt_id, action_index=index,
+                    account_id=str(person.account_id), choice=kept,
+                )
+        except Exception as exc:  # noqa: BLE001 - the choice still stands in the tab
+            log.warning("card choice not kept interrupt=%s card=%s: %s: %s", interrupt_id, index, type(exc).__name__, exc)
+            return False
+        return True
+
+    async def read(self, interrupt_id: str, person: Person) -> dict[int, dict[str, Any]]:
+        """``person``'s open kept choices on ``interrupt_id``: card index -> payload (``{}`` when
+        the database failed: logged)."""
+        try:
+            async with self._session() as session:
+                return await store.read_choices(session=session, interrupt_id=interrupt_id, account_id=str(person.account_id))
+        except Exception as exc:  # noqa: BLE001 - the cards show blank, as before
+            log.warning("card choices not read interrupt=%s: %s: %s", interrupt_id, type(exc).__name__, exc)
+            return {}
+
+    async def consume(self, interrupt_id: str, person: Person) -> None:
+        """Submit took ``person``'s choices on ``interrupt_id`` (they are no longer shown)."""
+        try:
+            async with self._session() as session:
+                await store.consume_choices(session=session, interrupt_id=interrupt_id, account_id=str(person.account_id))
+        except Exception as exc:  # noqa: BLE001 - left open: restorable() skips decided cards
+            log.warning("card choices not consumed interrupt=%s: %s: %s", interrupt_id, type(exc).__name__, exc)

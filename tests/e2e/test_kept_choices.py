@@ -1,0 +1,130 @@
+"""Card choices kept on the server until Submit, in Chromium, and the reviewer's own inbox count
+right after their decision.
+
+* Rejecting card 1 of 2 with a reason, then reloading and opening the thread in a new tab (a
+  new Reflex tab state): card 1 is still "reject" with its reason, card 2 still undecided; a
+  reason changed without leaving the field is kept too; approving card 2 and submitting resumes
+  the run with exactly those decisions (the email rejected with the reason, the file deleted).
+* Under examples/policies/team.toml a reviewer opens a member's payment from the thread page
+  (his sidebar says 1 review waits), approves and submits: the badge and the "(1)" in the tab
+  title go with his own decision.
+* With an undo window (``slow_task``): approve, submit, open the thread in a new tab inside the
+  window, Undo: the card comes back approved as submitted (it came back blank) and the count is
+  back at once (it waited for the inbox's periodic re-read: an Undo announced nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.e2e.conftest import watched_page
+from tests.e2e.test_inbox import close, new_page
+from tests.e2e.ui import card, cards, messages, open_new_thread, send, shoot, sign_in_browser, wait_idle
+from tests.helpers.app_server import AppServer
+
+TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
+WITH_UNDO = TEAM.read_text(encoding="utf-8").replace(
+    'description = "Wait {seconds} seconds"\n', 'description = "Wait {seconds} seconds"\nundo_seconds = 120\n'
+)
+
+
+@pytest.fixture(scope="module")
+def team_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    """The app under the team policy, with a 120 s undo window on ``slow_task``."""
+    data = tmp_path_factory.mktemp("kept-choices")
+    policy = data / "team-undo.toml"
+    policy.write_text(WITH_UNDO, encoding="utf-8")
+    with AppServer(data / "app", env={"HITL_POLICY": str(policy)}) as server:
+        yield server
+
+
+def reopen(page: Page) -> Page:
+    """Open ``page``'s URL in a new tab of the same browser (same account, but a new Reflex tab:
+    nothing of the old tab's server state comes with it; a plain reload keeps that state)."""
+    assert not page.problems, page.problems  # type: ignore[attr-defined]
+    later = watched_page(page.context)
+    later.goto(page.url)
+    return later
+
+
+def test_a_reject_with_its_reason_stays_chosen_after_a_reload_and_submit_resumes_with_it(page: Page, app_server: AppServer):
+    open_new_thread(page, app_server)
+    send(page, "email bob@example.com about plans: hi and delete notes/old.txt")
+    expect(cards(page)).to_have_count(2)
+    card(page, 0).get_by_test_id("decision-reject").click()
+    reason = card(page, 0).get_by_test_id("reject-message")
+    reason.fill("wrong address")
+    reason.blur()
+    expect(reason).to_have_attribute("value", "wrong address")  # the server has it (it sent the card back)
+
+    page.reload()  # the same tab
+    expect(card(page, 0).get_by_test_id("card-choice")).to_have_text("reject")
+    page = reopen(page)  # a new tab: only the server's kept choices can bring it back
+    expect(cards(page)).to_have_count(2)
+    expect(card(page, 0).get_by_test_id("card-choice")).to_have_text("reject")
+    reason = card(page, 0).get_by_test_id("reject-message")
+    expect(reason).to_have_value("wrong address")
+    expect(card(page, 1).get_by_test_id("card-choice")).to_have_count(0)
+    expect(page.get_by_test_id("decided-count")).to_have_text("1 of 2 decided")
+    shoot(page, "kept-choice-after-reload")
+
+    reason.fill("wrong address, ask Alice")  # no blur: kept once typing pauses
+    expect(reason).to_have_attribute("value", "wrong address, ask Alice")
+    page = reopen(page)
+    expect(card(page, 0).get_by_test_id("reject-message")).to_have_value("wrong address, ask Alice")
+    card(page, 1).get_by_test_id("decision-approve").click()
+    page.get_by_test_id("submit-decisions").click()
+    wait_idle(page)
+    outcomes = messages(page, "tool").get_by_test_id("tool-outcome")
+    expect(outcomes).to_have_text(["rejected", "executed"])
+    expect(messages(page, "tool").first).to_contain_text("wrong address, ask Alice")
+    assert not page.problems, page.problems  # type: ignore[attr-defined]
+
+
+def test_the_reviewers_own_count_goes_with_his_decision_on_the_thread_page(browser: Browser, team_app: AppServer):
+    member, rex = new_page(browser, grant=False), new_page(browser, grant=False)
+    sign_in_browser(member, team_app, role="member", name="May")
+    sign_in_browser(rex, team_app, role="reviewer", name="Rex")
+    thread_url = open_new_thread(member, team_app)
+    send(member, "pay 500 to Bob")
+    expect(card(member, 0)).to_be_visible()
+
+    rex.goto(thread_url)
+    expect(card(rex, 0)).to_be_visible()
+    expect(rex.get_by_test_id("inbox-count")).to_have_text("1")
+    expect(rex).to_have_title("(1) hitl_app · chat")
+    card(rex, 0).get_by_test_id("decision-approve").click()
+    rex.get_by_test_id("submit-decisions").click()
+    expect(rex.get_by_test_id("inbox-count")).to_have_count(0)
+    expect(rex).to_have_title("hitl_app · chat")
+    expect(messages(member, "assistant").last).to_have_text("Paid 500 to Bob.")
+    close(member, rex)
+
+
+def test_undo_after_a_reload_brings_back_the_submitted_choice_and_the_count(browser: Browser, team_app: AppServer):
+    may = new_page(browser, grant=False)
+    sign_in_browser(may, team_app, role="member", name="May")
+    open_new_thread(may, team_app)
+    send(may, "wait 0 seconds")
+    expect(card(may, 0)).to_be_visible()
+    count = may.get_by_test_id("inbox-count")
+    expect(count).to_have_text("1")
+    card(may, 0).get_by_test_id("decision-approve").click()
+    may.get_by_test_id("submit-decisions").click()
+    expect(may.get_by_test_id("undo")).to_contain_text("Running in")
+    expect(count).to_have_count(0)
+
+    may = reopen(may)  # a new tab inside the window
+    count = may.get_by_test_id("inbox-count")
+    expect(may.get_by_test_id("undo")).to_contain_text("Running in")
+    may.get_by_test_id("undo-button").click()
+    expect(may.get_by_test_id("undo")).to_have_count(0)
+    expect(card(may, 0).get_by_test_id("card-choice")).to_have_text("approve")  # as submitted
+    expect(may.get_by_test_id("submit-decisions")).to_have_text("Submit 1 decision")
+    expect(count).to_have_text("1")
+    shoot(may, "undo-after-reload")
+    close(may)
