@@ -276,13 +276,16 @@ class RunDriver:
         return outcome, error, ended_by
 
     async def _step_now(self, thread_id: str) -> int | None:
-        """The step of the thread's last checkpoint (-1 for a new thread; None when unreadable)."""
+        """The step of the thread's last checkpoint (-1 for a new thread; None when unreadable).
+
+        Reads the checkpoint's metadata only (``aget_tuple``), not the state: no message history
+        is replayed."""
         try:
-            snapshot = await self.graph.aget_state(thread_config(thread_id))
+            found = await self.graph.checkpointer.aget_tuple(thread_config(thread_id))
         except Exception:  # noqa: BLE001 - the run goes on; answered reviews then get a full step budget
             log.exception("step not read thread=%s", thread_id)
             return None
-        step = (snapshot.metadata or {}).get("step")
+        step = (found.metadata or {}).get("step") if found is not None else None
         return step if isinstance(step, int) else -1
 
     async def _answer_review(
