@@ -12,6 +12,10 @@ the caller (``hitl_app.threads.grant_check``): agent/ knows nothing of the app's
 
 The sync ``after_model`` checks nothing (the app runs agents async); a failing check counts as
 "no grant", so the call gets a card.
+
+Agents without this middleware (``HITL_AGENT``) get the same rule at the server, on each review as
+it arrives (``hitl_app.threads.grant_check.InterruptGrants``). A call this gate approved never
+reaches a review, so the two never approve one call twice.
 """
 
 # Tested by: tests/integration/threads/test_review_desk.py - a granted call runs without a card

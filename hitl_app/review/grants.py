@@ -134,6 +134,33 @@ def grant_note(scope: str, granted_by: str, ends: datetime, now: datetime, owner
     return f"approved by grant: {scope_text(scope, owner_name)}, by {granted_by}, until {until_text(ends, now)}"
 
 
+GRANT_DECIDER = "grant:"
+"""Prefix of the decider id a grant's approval is drafted under (``"grant:12"``): a card a grant
+approved when its review arrived (``hitl_app.threads.grant_check.InterruptGrants``)."""
+
+GRANT_ROLE = "grant"
+"""The role such a drafted approval carries."""
+
+
+def grant_decider(grant_id: int | None) -> str:
+    """The decider id of grant ``grant_id``'s approvals: ``"grant:12"``."""
+    return f"{GRANT_DECIDER}{grant_id}"
+
+
+def grant_of(decider_id: str | None) -> int | None:
+    """The grant id behind a decider id (``"grant:12"`` -> 12); None for a person's id."""
+    text = str(decider_id or "")
+    if not text.startswith(GRANT_DECIDER) or not text[len(GRANT_DECIDER):].isdigit():
+        return None
+    return int(text[len(GRANT_DECIDER):])
+
+
+def grant_label(scope: str, granted_by: str, owner_name: str = "") -> str:
+    """How a card a grant approved names its decider: ``"grant: this tool in this thread, by
+    Dana"`` (so the card reads "Approved by grant: this tool in this thread, by Dana")."""
+    return f"grant: {scope_text(scope, owner_name)}, by {granted_by}"
+
+
 def needs_many(rights: ToolRights) -> int:
     """The largest ``approvals`` any rule of ``rights`` needs (1 when every rule needs one)."""
     return max([rights.base.approvals, *(r.approvals for r in rights.rules if r.approvals is not None)])

@@ -25,8 +25,10 @@ from hitl_app.store.tables import UTCDateTime, table_of, utcnow
 
 class GrantRecord(SQLModel, table=True):
     """One grant. ``scope``: ``call`` (``thread_id`` + ``args_hash``), ``thread`` (``thread_id``)
-    or ``person`` (every thread of ``owner_id``). ``interrupt_id`` is the review it was made on
-    (an Undo of that review removes it)."""
+    or ``person`` (every thread of ``owner_id``). ``interrupt_id`` is the review it was made on;
+    ``completing`` is True when it was made with the submission that decided that review's last
+    card (an Undo of that submission, or a released claim, withdraws it; a grant made with an
+    earlier, partial submission stands as long as that approval does)."""
 
     __tablename__ = "grants"
 
@@ -48,6 +50,7 @@ class GrantRecord(SQLModel, table=True):
     revoked_by: str | None = Field(default=None, max_length=100)
     uses: int = Field(default=0)
     last_used_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    completing: bool | None = Field(default=None)
 
 
 class ReviewExpiry(SQLModel, table=True):

@@ -18,7 +18,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import col, select
+from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.store.reviews import AlreadyDecided, is_claimed
@@ -75,6 +75,7 @@ async def write_drafts(
     drafts: Sequence[NewDraft],
     claim: Sequence[AuditRecord] = (),
     now: datetime | None = None,
+    also: Sequence[SQLModel] = (),
 ) -> list[int]:
     """Write ``drafts`` numbered from ``base_seq`` (the count read), with ``claim`` in one commit.
 
@@ -88,6 +89,7 @@ async def write_drafts(
         claim: the review's audit rows when these drafts decide the last open card (empty
             otherwise); the drafts are then marked ``completing``.
         now: the decision time (aware UTC; default: now).
+        also: more rows written in the same commit (the grants made with these decisions).
 
     Returns:
         The ids of the rows written.
@@ -111,6 +113,7 @@ async def write_drafts(
     request = await session.get(ReviewRequestRecord, interrupt_id) if claim else None
     session.add_all(rows)
     session.add_all(list(claim))
+    session.add_all(list(also))
     if claim:
         if request is not None:
             request.decided = True

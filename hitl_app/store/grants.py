@@ -1,4 +1,5 @@
-"""Grants in the app database: make, find the one covering a call, use it (audited), list, revoke.
+"""Grants in the app database: make, find the one covering a call, use it (audited), list, revoke,
+withdraw (the approval it was made with was undone).
 
 Keyword-only functions taking an ``AsyncSession``; the writers commit. Matching itself is
 ``hitl_app.review.grants.covers`` (pure); here the candidate rows are read and the use recorded.
@@ -23,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from hitl_app.review.grants import GrantRequest, args_hash, covers, grant_note
+from hitl_app.review.grants import GrantRequest, args_hash, covers, grant_note, grant_of
 from hitl_app.store.desk_tables import GrantRecord
 from hitl_app.store.tables import AuditRecord, utcnow
 
@@ -45,10 +46,10 @@ class NewGrant:
     interrupt_id: str
 
 
-async def create_grants(*, session: AsyncSession, grants: Sequence[NewGrant], now: datetime | None = None) -> list[int]:
-    """Write ``grants``; commits. Returns their ids."""
-    now = now or utcnow()
-    rows = [
+def grant_rows(grants: Sequence[NewGrant], *, now: datetime, completing: bool = False) -> list[GrantRecord]:
+    """The rows of ``grants`` made at ``now`` (not added to any session). ``completing``: made with
+    the submission that decided the review's last card (see ``GrantRecord``)."""
+    return [
         GrantRecord(
             scope=g.request.scope, tool=g.tool, thread_id=None if g.request.scope == "person" else g.thread_id,
             owner_id=g.owner_id, owner_name=g.owner_name[:100],
@@ -56,9 +57,15 @@ async def create_grants(*, session: AsyncSession, grants: Sequence[NewGrant], no
             args=dict(g.args) if g.request.scope == "call" else None,
             granted_by_id=g.by_id[:100], granted_by_name=g.by_name[:100] or "anonymous", granted_by_role=g.by_role[:20],
             interrupt_id=g.interrupt_id, created_at=now, expires_at=now + timedelta(hours=g.request.hours),
+            completing=completing,
         )
         for g in grants
     ]
+
+
+async def create_grants(*, session: AsyncSession, grants: Sequence[NewGrant], now: datetime | None = None) -> list[int]:
+    """Write ``grants``; commits. Returns their ids."""
+    rows = grant_rows(grants, now=now or utcnow())
     session.add_all(rows)
     await session.commit()
     return [r.id for r in rows if r.id is not None]
@@ -138,10 +145,45 @@ async def get_grant(*, session: AsyncSession, grant_id: int) -> GrantRecord | No
     return await session.get(GrantRecord, grant_id)
 
 
-async def drop_grants_of(*, session: AsyncSession, interrupt_id: str) -> int:
-    """Delete the unused grants made on ``interrupt_id`` (its submission was undone); commits."""
-    rows = (await session.exec(select(GrantRecord).where(col(GrantRecord.interrupt_id) == interrupt_id))).all()
+async def withdraw_completing(*, session: AsyncSession, interrupt_id: str, now: datetime | None = None) -> int:
+    """Withdraw the grants made with the submission that completed ``interrupt_id`` (it was undone,
+    or its claim released): an unused one is deleted, one used meanwhile (a ``person`` grant in
+    another thread during an undo window) is revoked, so its audit rows still name it. Grants made
+    with earlier, partial submissions stay. Does not commit (``store.reviews.release_claim`` does,
+    with the claim). Returns how many were withdrawn."""
+    stmt = select(GrantRecord).where(col(GrantRecord.interrupt_id) == interrupt_id, col(GrantRecord.completing).is_(True))
+    rows = (await session.exec(stmt)).all()
     for row in rows:
-        await session.delete(row)
-    await session.commit()
+        if row.uses:
+            row.revoked_at, row.revoked_by = row.revoked_at or now or utcnow(), row.revoked_by or "(approval withdrawn)"
+            session.add(row)
+        else:
+            await session.delete(row)
     return len(rows)
+
+
+async def name_granted(*, session: AsyncSession, rows: Sequence[AuditRecord]) -> None:
+    """Give the audit rows of cards a grant approved (drafted under ``grant_decider``) the grant's
+    maker as reviewer, ``via = "grant:<id>"`` and the line "approved by grant: ..."; in place,
+    nothing is written. Rows of people's decisions are left as they are."""
+    ids = {g for r in rows if (g := grant_of(r.reviewer_id)) is not None}
+    if not ids:
+        return
+    found = {g.id: g for g in (await session.exec(select(GrantRecord).where(col(GrantRecord.id).in_(ids)))).all()}
+    for row in rows:
+        grant = found.get(grant_of(row.reviewer_id) or -1)
+        if grant is None:
+            continue
+        row.via, row.reviewer = f"grant:{grant.id}", grant.granted_by_name
+        row.reviewer_id, row.reviewer_role = grant.granted_by_id, grant.granted_by_role or None
+        row.message = grant_note(grant.scope, grant.granted_by_name, grant.expires_at, row.decided_at, grant.owner_name)
+        row.waited_seconds = 0.0
+
+
+async def count_uses(*, session: AsyncSession, grant_ids: Sequence[int], now: datetime) -> None:
+    """One more use of each of ``grant_ids`` (an id listed twice counts twice); commits."""
+    for grant_id in grant_ids:
+        await session.exec(
+            update(GrantRecord).where(col(GrantRecord.id) == grant_id).values(uses=GrantRecord.uses + 1, last_used_at=now)
+        )
+    await session.commit()

@@ -21,6 +21,7 @@ from sqlmodel import col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.review.types import AnyDecision, PendingReview, decision_message, executed_args
+from hitl_app.store.grants import withdraw_completing
 from hitl_app.store.tables import AuditRecord, DecisionDraft, ReviewRequestRecord, utcnow
 
 REVIEWER_CHARS = 100
@@ -194,8 +195,9 @@ async def claim_review(
 async def release_claim(
     *, session: AsyncSession, interrupt_id: str, claimed_before: datetime | None = None
 ) -> int:
-    """Undo the claim on ``interrupt_id`` (its audit rows and the drafts written with them go; the
-    review is answerable again); commits.
+    """Undo the claim on ``interrupt_id`` (its audit rows, the drafts written with them and the
+    grants made with those go: ``store.grants.withdraw_completing``; the review is answerable
+    again); commits.
 
     Args:
         session: an open session on the app database.
@@ -216,6 +218,7 @@ async def release_claim(
                 col(DecisionDraft.interrupt_id) == interrupt_id, col(DecisionDraft.completing).is_(True)
             )
         )
+        await withdraw_completing(session=session, interrupt_id=interrupt_id)  # the grants made with them too
         request = await session.get(ReviewRequestRecord, interrupt_id)
         if request is not None:
             request.decided = False

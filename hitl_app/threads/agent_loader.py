@@ -133,7 +133,8 @@ def resolve_agent(spec: str, checkpointer: Any) -> Any:
 
 def policy_desks(settings: Settings) -> dict[str, Any]:
     """Tool name -> ``ToolDesk`` (deadline, grants, undo window) from ``HITL_POLICY`` or the
-    default policy; ``{}`` for a developer's agent (no deadlines, no undo; its calls get no grants).
+    default policy; ``{}`` for a developer's agent (no deadlines, no undo; grants allowed: the
+    server checks them as its reviews arrive, ``hitl_app.threads.grant_check.InterruptGrants``).
     """
     from hitl_app.agent.policy import DEFAULT_POLICY, load_policy_toml
     from hitl_app.review.desk_policy import desks_by_tool

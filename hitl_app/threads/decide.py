@@ -5,8 +5,10 @@ The rules themselves are ``hitl_app.review.rights`` (pure). Here they meet the s
 (``hitl_app.store.drafts``): ``record_decisions`` reads the drafts, checks every decision of the
 acting person against the rights of its card, writes them, and, when they decide the last open
 card, writes the review's claim (audit rows) in the same transaction; the caller then resumes the
-run. A writer that raced another re-reads and re-checks (``DraftConflict``), so two approvals
-sent at once from two sessions give one complete card and one resume.
+run. The grants the person asked for with their approvals are written in that transaction too,
+whether or not it completes the review. A writer that raced another re-reads and re-checks
+(``DraftConflict``), so two approvals sent at once from two sessions give one complete card and
+one resume.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from hitl_app.review.rights import (
 from hitl_app.review.types import DECISION_STYLES, AnyDecision, Decision, EditDecision, PendingReview, decision_payload
 from hitl_app.review.validate import ReviewError
 from hitl_app.store import drafts as drafts_store
+from hitl_app.store import grants as grant_store
 from hitl_app.store.reviews import DecidedBy, audit_rows, requested_at
 from hitl_app.store.tables import DecisionDraft, utcnow
 from hitl_app.threads.requalify import requalify
@@ -225,11 +228,14 @@ async def record_decisions(
     owner_id: str,
     rights: Mapping[str, ToolRights],
     before_claim: Callable[[], None] = lambda: None,
+    grants: Sequence[grant_store.NewGrant] = (),
 ) -> Recorded:
     """Check and write ``person``'s decisions on ``review`` (``None`` = not this card).
 
     ``before_claim`` runs just before a claim is written (e.g. the run limits' check; it raises to
-    refuse). Raises ReviewError: ``forbidden`` (the rights refuse a decision; logged),
+    refuse). ``grants`` (checked by ``ReviewDesk.check_grants``) are written with the decisions, in
+    the same commit, whether or not these decide the last card (``completing`` when they do).
+    Raises ReviewError: ``forbidden`` (the rights refuse a decision; logged),
     ``stale`` (the review was decided meanwhile, or too many concurrent writers).
     """
     for _ in range(MAX_ATTEMPTS):
@@ -252,12 +258,14 @@ async def record_decisions(
             before_claim()
             async with session() as s:
                 requested = await requested_at(session=s, interrupt_id=review.interrupt_id, now=now)
-            claim = audit_rows(review=review, decisions=decisions, who=who, requested=requested, now=now)
+                claim = audit_rows(review=review, decisions=decisions, who=who, requested=requested, now=now)
+                await grant_store.name_granted(session=s, rows=claim)  # cards a grant approved
         try:
             async with session() as s:
                 await drafts_store.write_drafts(
                     session=s, thread_id=review.thread_id, interrupt_id=review.interrupt_id,
                     base_seq=drafts_store.next_seq(drafts), drafts=new, claim=claim, now=now,
+                    also=grant_store.grant_rows(grants, now=now, completing=complete),
                 )
         except drafts_store.DraftConflict:
             continue  # someone decided meanwhile: re-read, re-check

@@ -7,12 +7,14 @@ per tool, the deadline, whether grants are allowed and how long the undo window 
 - Grants: ``check_grants`` turns the browser's per-card grant requests into ``NewGrant`` s after
   checking them (the policy's ``grantable``, one-approval rules only, an approval by this person,
   ``person`` scope only for the owner or an admin); a refusal is a ``ReviewError`` on its card and
-  nothing is written. ``resume_or_wait`` writes them once the review is claimed.
+  nothing is written. ``record_decisions`` writes them with the person's decisions, in the same
+  commit, also when other cards or people still have to decide.
 - Undo: with an undo window, ``resume_or_wait`` writes a ``ScheduledResume`` instead of starting
   the run (the sweeper, ``hitl_app.threads.sweeper``, starts it when the window ends, in whichever
-  worker takes it first); ``undo`` releases the claim, so the review is answerable again, drops
-  the grants made with it and reopens the submitter's kept card choices (``store.choices``).
-  Both are review events (``store.desk``) beside the audit.
+  worker takes it first); ``undo`` releases the claim, so the review is answerable again: the
+  decisions of the undone submission and the grants made with them go (grants made with earlier,
+  partial submissions stay, as those approvals do), and the submitter's kept card choices
+  (``store.choices``) come back. Both are review events (``store.desk``) beside the audit.
 - ``decorate`` adds the ``DeskView`` to a thread view (deadline, escalation, undo window, grants).
 """
 
@@ -40,6 +42,7 @@ from hitl_app.store.desk_tables import ReviewEvent, ScheduledResume
 from hitl_app.store.tables import ReviewRequestRecord, utcnow
 from hitl_app.threads.decide import is_admin
 from hitl_app.threads.desk_view import DeskView, GrantRow
+from hitl_app.threads.grant_check import InterruptGrants
 from hitl_app.threads.people import current_people
 from hitl_app.threads.types import ThreadError
 from hitl_app.threads.views import ThreadView
@@ -57,6 +60,10 @@ class ReviewDesk:
         service: the thread service it belongs to.
         desks: tool name -> its desk settings (a tool not named: none of them).
         risks: tool name -> its risk (a high-risk tool takes no grant).
+
+    Attributes:
+        interrupt_grants: the grant check on a review as it arrives, from any agent (the run
+            driver's ``on_interrupt``; ``hitl_app.threads.grant_check.InterruptGrants``).
     """
 
     def __init__(
@@ -66,6 +73,7 @@ class ReviewDesk:
         self.service = service
         self.desks = dict(desks or {})
         self.risks = dict(risks or {})
+        self.interrupt_grants = InterruptGrants(service)
 
     def grant_refusal(self, tool: str) -> str:
         """Why no grant may cover ``tool`` (``review.grants.grant_refusal``), ``""`` when one may."""
@@ -195,13 +203,9 @@ class ReviewDesk:
 
     # ---------------------------------------------------------------- submit and undo
     async def resume_or_wait(
-        self, review: PendingReview, decisions: list[AnyDecision], owner_id: str, person: Person,
-        new_grants: Sequence[grant_store.NewGrant] = (),
+        self, review: PendingReview, decisions: list[AnyDecision], owner_id: str, person: Person
     ) -> str | None:
-        """Write the grants, then resume at once (the run id) or open the undo window (None)."""
-        if new_grants:
-            async with self.service._session() as session:
-                await grant_store.create_grants(session=session, grants=new_grants)
+        """Resume at once (the run id) or open the undo window (None)."""
         seconds = undo_window([a.name for a in review.action_requests], self.desks)
         if seconds <= 0:
             return await self.service._resume(review, decisions, owner_id)
@@ -235,9 +239,8 @@ class ReviewDesk:
         async with self.service._session() as session:
             if not await desk_store.undo_resume(session=session, interrupt_id=row.interrupt_id, now=utcnow()):
                 raise ThreadError("Too late to undo: the agent has already gone on.", code="too_late")
-            await reviews.release_claim(session=session, interrupt_id=row.interrupt_id)
+            await reviews.release_claim(session=session, interrupt_id=row.interrupt_id)  # and its grants
             await choices.reopen_choices(session=session, interrupt_id=row.interrupt_id, account_id=row.by_id)
-            await grant_store.drop_grants_of(session=session, interrupt_id=row.interrupt_id)
             await desk_store.add_event(session=session, event=ReviewEvent(
                 thread_id=thread_id, interrupt_id=row.interrupt_id, kind="undone", account_id=who[:100],
                 display_name=person.display_name[:100], role=str(person.role)[:20], note="submission undone",

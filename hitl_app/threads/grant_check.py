@@ -1,34 +1,48 @@
-"""The grant check the agent's ``GrantGate`` calls before a review is raised (app database side).
+"""Grants checked at the server: before a built-in agent raises a review, and as any review arrives.
 
-``GrantChecker(engines, rules)`` is a ``GrantCheck``: for a call in a thread it reads the active
-grants covering it (``hitl_app.store.grants.find_grants``, narrowest first) and takes the first
-that may stand in for its maker on THIS call: the policy still allows grants for the tool
-(``grant_refusal``: grantable, not high risk, no rule needing two approvals), and the maker, as
-their account is now (``hitl_app.threads.people``: active, current role), could have approved
-this very call alone (``stands_in_for``: the rule its arguments choose, who may decide it,
-self-approval). It records the use (one audit record naming the grant, one more use) and returns
-the line the thread shows under the call. No such grant, or a database that does not answer:
-None, and the call gets a card.
+``GrantChecker(engines, rules)`` is the built-in agent's ``GrantCheck`` (its ``GrantGate``
+middleware asks it in the graph, so a covered call never interrupts): for a call in a thread it
+takes the first active grant (``standing_grant``) that may stand in for its maker on THIS call: the
+policy still allows grants for the tool (``grant_refusal``: grantable, not high risk, no rule
+needing two approvals), and the maker, as their account is now (``hitl_app.threads.people``:
+active, current role), could have approved this very call alone (``stands_in_for``: the rule its
+arguments choose, who may decide it, self-approval). It records the use (one audit record naming
+the grant, one more use) and returns the line the thread shows under the call. No such grant, or
+a database that does not answer: None, and the call gets a card.
+
+``InterruptGrants`` applies the same rule to a review as it arrives from ANY agent (a
+``HITL_AGENT`` agent has no ``GrantGate``); the run driver asks it before the cards are shown. A
+built-in agent's covered calls never reach it (they did not interrupt), so no call is approved
+twice: a call is in a review only when no grant covered it in the graph.
 """
 
 # Tested by: tests/integration/threads/test_review_desk.py - through the runtime's agent
+# Tested by: tests/integration/threads/test_grants_on_review.py - a developer's agent, reviews partly covered
 # Tested by: tests/integration/threads/test_rights_now.py - a grant never stands in beyond its maker
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.agent.policy import PolicyRule
-from hitl_app.review.grants import grant_refusal, stands_in_for
+from hitl_app.review.grants import GRANT_ROLE, grant_decider, grant_label, grant_refusal, stands_in_for
+from hitl_app.review.rights import DEFAULT_RIGHTS, ToolRights
+from hitl_app.review.types import AnyDecision, ApproveDecision, PendingReview
+from hitl_app.store import drafts as drafts_store
 from hitl_app.store import grants
 from hitl_app.store.db import Engines
 from hitl_app.store.desk_tables import GrantRecord
+from hitl_app.store.reviews import AlreadyDecided, DecidedBy, audit_rows, is_claimed
 from hitl_app.store.tables import utcnow
 from hitl_app.threads.people import PersonNow, current_people
+
+if TYPE_CHECKING:
+    from hitl_app.threads.service import ThreadService
 
 log = logging.getLogger("hitl_app.grants")
 
@@ -57,11 +71,10 @@ class GrantChecker:
             return None
         now, args = utcnow(), tool_call.get("args") or {}
         async with AsyncSession(self.engines.async_, expire_on_commit=False) as session:
-            found = await grants.find_grants(
-                session=session, thread_id=thread_id, owner_id=owner, tool=rule.tool, args=args, now=now
+            grant = await standing_grant(
+                session, thread_id=thread_id, owner=owner, tool=rule.tool, args=args, rights=rule.rights,
+                allowed_decisions=rule.allowed_decisions, now=now,
             )
-            people = await current_people(session=session, account_ids=[g.granted_by_id for g in found])
-            grant = next((g for g in found if self._stands_in(g, people, rule, owner, args)), None)
             if grant is None:
                 return None
             line = await grants.use_grant(
@@ -70,18 +83,111 @@ class GrantChecker:
         log.info("call approved by grant thread=%s tool=%s grant=%s", thread_id, rule.tool, grant.id)
         return line
 
-    @staticmethod
-    def _stands_in(
-        grant: GrantRecord, people: Mapping[str, PersonNow], rule: PolicyRule, owner: str, args: Mapping[str, Any]
-    ) -> bool:
-        """True when ``grant``'s maker, as now, could approve this call alone (see the module)."""
+
+async def standing_grant(
+    session: AsyncSession, *, thread_id: str, owner: str, tool: str, args: Mapping[str, Any], rights: ToolRights,
+    allowed_decisions: Sequence[str], now: datetime,
+) -> GrantRecord | None:
+    """The narrowest active grant covering the call of ``tool`` with ``args`` in ``thread_id`` (owned
+    by ``owner``) whose maker, as their account is now, could approve that call alone; None."""
+    found = await grants.find_grants(session=session, thread_id=thread_id, owner_id=owner, tool=tool, args=args, now=now)
+    people = await current_people(session=session, account_ids=[g.granted_by_id for g in found])
+    for grant in found:
         maker = people.get(grant.granted_by_id) or PersonNow(
             grant.granted_by_id, grant.granted_by_name, "", grant.granted_by_role  # no account: as recorded
         )
-        ok = maker.active and stands_in_for(
-            maker, tool=rule.tool, args=args, allowed_decisions=rule.allowed_decisions, owner_id=owner,
-            rights=rule.rights,
-        )
-        if not ok:
-            log.info("grant %s does not cover this call: its maker %s could not approve it alone", grant.id, maker.account_id)
-        return ok
+        if maker.active and stands_in_for(
+            maker, tool=tool, args=args, allowed_decisions=allowed_decisions, owner_id=owner, rights=rights
+        ):
+            return grant
+        log.info("grant %s does not cover this call: its maker %s could not approve it alone", grant.id, maker.account_id)
+    return None
+
+
+class InterruptGrants:
+    """The grant check on a review as it arrives, whichever agent raised it (``HITL_AGENT`` agents
+    have no ``GrantGate``); the run driver's ``on_interrupt`` (see the module).
+
+    Each card whose tool allows ``approve`` and takes grants (``ReviewDesk.grant_refusal``) is
+    matched against the active grants (``standing_grant``: the same rule as ``GrantChecker``). A
+    card one covers is drafted as approved by it (decider ``grant_decider(id)``, role
+    ``GRANT_ROLE``, name ``grant_label``); the use is counted. When every card is covered, the
+    review's claim (audit rows naming the grant, ``store.grants.name_granted``) is written in the
+    same commit and the approvals are returned: the driver resumes the run at once. Otherwise the
+    other cards wait for people; the covered ones show as decided ("Approved by grant: ...").
+
+    A review already claimed or decided on, a lost race, or a database error: nothing is covered
+    (None); people decide.
+
+    Args:
+        service: the thread service (its database session and review desk).
+    """
+
+    def __init__(self, service: ThreadService) -> None:
+        self.service = service
+
+    async def __call__(self, review: PendingReview, owner: str) -> list[AnyDecision] | None:
+        """Pre-decide ``review`` (run for ``owner``) by grants; the decisions to resume with when
+        every card is covered (its claim written), else None."""
+        try:
+            return await self._predecide(review, owner)
+        except Exception:  # noqa: BLE001 - no answer from the grants: people decide
+            log.exception("grant check of a review failed thread=%s; people decide", review.thread_id)
+            return None
+
+    async def _predecide(self, review: PendingReview, owner: str) -> list[AnyDecision] | None:
+        now, rights = utcnow(), await self.service.desk.rights_for(review)
+        async with self.service._session() as session:
+            if await is_claimed(session=session, interrupt_id=review.interrupt_id):
+                return None
+            drafts = await drafts_store.read_drafts(session=session, interrupt_id=review.interrupt_id)
+            covered = await self._covered(session, review, owner, rights, {d.action_index for d in drafts}, now)
+        if not covered:
+            return None
+        new = [
+            drafts_store.NewDraft(i, grant_decider(g.id), grant_label(g.scope, g.granted_by_name, g.owner_name), GRANT_ROLE,
+                                  {"type": "approve"})
+            for i, g in covered.items()
+        ]
+        decisions: list[AnyDecision] | None = None
+        claim = []
+        if not drafts and len(covered) == len(review.action_requests):
+            decisions = [ApproveDecision(type="approve") for _ in new]
+            who = [DecidedBy(d.display_name, d.account_id, d.role, deciders=(
+                {"account_id": d.account_id, "display_name": d.display_name, "role": d.role, "type": "approve"},
+            )) for d in new]
+            claim = audit_rows(review=review, decisions=list(decisions), who=who, requested=now, now=now)
+        try:
+            async with self.service._session() as session:
+                await grants.name_granted(session=session, rows=claim)
+                await drafts_store.write_drafts(
+                    session=session, thread_id=review.thread_id, interrupt_id=review.interrupt_id,
+                    base_seq=drafts_store.next_seq(drafts), drafts=new, claim=claim, now=now,
+                )
+        except (drafts_store.DraftConflict, AlreadyDecided):
+            return None  # someone decided meanwhile
+        try:
+            async with self.service._session() as session:
+                await grants.count_uses(session=session, grant_ids=[g.id for g in covered.values() if g.id], now=now)
+        except Exception:  # noqa: BLE001 - the approvals stand; only the count lags
+            log.exception("grant uses not counted thread=%s", review.thread_id)
+        log.info("review pre-decided by grants thread=%s cards=%s of %s grants=%s", review.thread_id, sorted(covered),
+                 len(review.action_requests), sorted({g.id or 0 for g in covered.values()}))
+        return decisions
+
+    async def _covered(
+        self, session: AsyncSession, review: PendingReview, owner: str, rights: Mapping[str, ToolRights],
+        decided: set[int], now: datetime,
+    ) -> dict[int, GrantRecord]:
+        """Card index -> the grant that approves it, for the cards nobody decided yet."""
+        out: dict[int, GrantRecord] = {}
+        for index, (action, config) in enumerate(zip(review.action_requests, review.review_configs, strict=True)):
+            if index in decided or "approve" not in config.allowed_decisions or self.service.desk.grant_refusal(action.name):
+                continue
+            grant = await standing_grant(
+                session, thread_id=review.thread_id, owner=owner, tool=action.name, args=action.args,
+                rights=rights.get(action.name, DEFAULT_RIGHTS), allowed_decisions=config.allowed_decisions, now=now,
+            )
+            if grant is not None:
+                out[index] = grant
+        return out

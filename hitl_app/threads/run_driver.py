@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from langgraph.errors import GraphRecursionError
+from langgraph.types import Command
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from hitl_app.review.types import AnyDecision, PendingReview, resume_value
 from hitl_app.store.reviews import record_review_requested, release_claim
 from hitl_app.store.threads import touch_thread
 from hitl_app.threads.bus import RunBus, RunEvent
@@ -48,6 +50,13 @@ def thread_config(thread_id: str, owner: str | None = None) -> dict[str, Any]:
         configurable["owner"] = owner
     return {"configurable": configurable}
 
+
+InterruptHook = Callable[[PendingReview, str], Awaitable[list[AnyDecision] | None]]
+"""``(pending review, the run's owner) -> decisions`` to resume with at once (their claim written),
+or None: people decide (``hitl_app.threads.grant_check.InterruptGrants``)."""
+
+_DONE = object()
+"""``_stream``'s next graph input when the run has nothing more to do."""
 
 BOUNDARY_HOLD_S = 0.25
 """How long (seconds) a finished message's ``boundary`` waits for the run to end or the next
@@ -101,6 +110,8 @@ class RunDriver:
         flush_interval: the least time between two streamed text deltas, in seconds
             (``TextBatcher``: a token after a quiet gap goes out at once).
         limits: the run limits (time, steps, runs per owner and per worker).
+        on_interrupt: asked when a run pauses for review (``InterruptHook``): decisions it returns
+            resume the graph in the same run (see ``_stream``); None: every review waits for people.
 
     Attributes:
         boundary_hold_s: how long a finished message's ``boundary`` is held back (seconds,
@@ -118,6 +129,7 @@ class RunDriver:
         lock_for: Callable[[str], asyncio.Lock],
         flush_interval: float = FLUSH_INTERVAL_S,
         limits: RunLimits | None = None,
+        on_interrupt: InterruptHook | None = None,
     ) -> None:
         self.graph = graph
         self.limits = limits or RunLimits()
@@ -127,6 +139,7 @@ class RunDriver:
         self.boundary_hold_s = BOUNDARY_HOLD_S
         self._session = session
         self._lock_for = lock_for
+        self.on_interrupt = on_interrupt
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._owners: dict[str, str] = {}  # thread id -> owner of its live run (counted in ``counter``)
         self.settling: dict[str, asyncio.Future[None]] = {}
@@ -176,11 +189,12 @@ class RunDriver:
 
     async def _drive(self, thread_id: str, run_id: str, inp: Any, config: dict[str, Any], claimed: str | None) -> None:
         RUN_THREAD.set(thread_id)
+        claims = {claimed} if claimed else set()  # + the reviews this run answered by grants
         try:
-            outcome, error, ended_by = await self._stream(thread_id, run_id, inp, config)
+            outcome, error, ended_by = await self._stream(thread_id, run_id, inp, config, claims)
             if ended_by is not None:
                 await self._answer_open_calls(thread_id, ended_by)
-            view, outcome, error = await self._read_back(thread_id, outcome, error, claimed)
+            view, outcome, error = await self._read_back(thread_id, outcome, error, claims)
             await self._settle(thread_id, run_id, outcome, error, view)
         finally:
             self._end(thread_id)
@@ -201,11 +215,15 @@ class RunDriver:
             log.exception("open tool calls not answered thread=%s", thread_id)
 
     async def _stream(
-        self, thread_id: str, run_id: str, inp: Any, config: dict[str, Any]
+        self, thread_id: str, run_id: str, inp: Any, config: dict[str, Any], claims: set[str]
     ) -> tuple[RunOutcome, str | None, EndReason | None]:
         """Run the graph, publishing batched text and message boundaries, within the run limits.
 
         Returns (outcome, error, why tool calls may be left open: None when the run ended normally).
+
+        A pause for review goes to ``on_interrupt`` first (``_answer_review``): when grants approve
+        every card, the graph resumes in this same run (same lease, same Stop, the time limit and
+        the step budget counted from the run's start) and ``claims`` gets the review's interrupt id.
 
         A message's ``boundary`` (on which every watching tab reads the committed thread) is held
         back: it is published when the next message starts, or ``BOUNDARY_HOLD_S`` after the
@@ -224,16 +242,20 @@ class RunDriver:
         ended_by: EndReason | None = None
         try:
             async with asyncio.timeout(self.limits.run_timeout_s):
-                run = await self.graph.astream_events(inp, config, version="v3")
-                async with run:
-                    async for message in run.messages:
-                        boundary.release()
-                        async for token in message.text:
-                            batcher.append(token)
-                        batcher.flush()
-                        boundary.hold()
-                    if await run.interrupted():
-                        outcome = "interrupted"
+                start = await self._step_now(thread_id) if self.on_interrupt is not None else None
+                while inp is not _DONE:
+                    run = await self.graph.astream_events(inp, config, version="v3")
+                    async with run:
+                        async for message in run.messages:
+                            boundary.release()
+                            async for token in message.text:
+                                batcher.append(token)
+                            batcher.flush()
+                            boundary.hold()
+                        interrupted = await run.interrupted()
+                    inp, config = await self._answer_review(thread_id, config, start, claims) if interrupted else (_DONE, config)
+                    if inp is None:
+                        outcome, inp = "interrupted", _DONE
         except asyncio.CancelledError:
             outcome, ended_by = "stopped", "stopped"
         except TimeoutError:
@@ -253,16 +275,58 @@ class RunDriver:
             batcher.flush()
         return outcome, error, ended_by
 
+    async def _step_now(self, thread_id: str) -> int | None:
+        """The step of the thread's last checkpoint (-1 for a new thread; None when unreadable).
+
+        Reads the checkpoint's metadata only (``aget_tuple``), not the state: no message history
+        is replayed."""
+        try:
+            found = await self.graph.checkpointer.aget_tuple(thread_config(thread_id))
+        except Exception:  # noqa: BLE001 - the run goes on; answered reviews then get a full step budget
+            log.exception("step not read thread=%s", thread_id)
+            return None
+        step = (found.metadata or {}).get("step") if found is not None else None
+        return step if isinstance(step, int) else -1
+
+    async def _answer_review(
+        self, thread_id: str, config: dict[str, Any], start: int | None, claims: set[str]
+    ) -> tuple[Any, dict[str, Any]]:
+        """``(Command(resume=...), config)`` when ``on_interrupt`` answered the pending review (its
+        claim is written), else ``(None, config)``: people decide. The resumed graph gets the steps
+        this run has left (``RunLimits.max_steps`` from the run's start); with none left, people
+        decide. A review this run already claimed is never answered again."""
+        if self.on_interrupt is None:
+            return None, config
+        snapshot = await self.graph.aget_state(thread_config(thread_id))
+        review = thread_view_from_snapshot(thread_id, snapshot).pending
+        if review is None or review.interrupt_id in claims:
+            return None, config
+        step = (snapshot.metadata or {}).get("step")
+        left = self.limits.max_steps - (step - start) if start is not None and isinstance(step, int) else self.limits.max_steps
+        if left <= 0:
+            return None, config
+        try:
+            decisions = await self.on_interrupt(review, self._owners.get(thread_id, ""))
+        except BaseException:
+            claims.add(review.interrupt_id)  # stopped meanwhile: its claim, if written, is released
+            raise
+        if decisions is None:
+            return None, config
+        claims.add(review.interrupt_id)
+        command: Command[Any] = Command(resume={review.interrupt_id: resume_value(decisions)})
+        return command, {**config, "recursion_limit": left}
+
     async def _read_back(
-        self, thread_id: str, outcome: RunOutcome, error: str | None, claimed: str | None
+        self, thread_id: str, outcome: RunOutcome, error: str | None, claims: set[str]
     ) -> tuple[ThreadView | None, RunOutcome, str | None]:
-        """The thread as checkpointed after the run; releases ``claimed`` if it is still pending."""
+        """The thread as checkpointed after the run; releases the claim of a review in ``claims``
+        that is still pending (its resume never reached the checkpoint)."""
         try:
             view = thread_view_from_snapshot(thread_id, await self.graph.aget_state(thread_config(thread_id)))
         except Exception as exc:  # noqa: BLE001 - the run's end must still be announced
             log.exception("could not read back thread %s after run", thread_id)
             return None, "failed", error if outcome == "failed" else describe_run_error(exc)
-        if claimed and view.pending is not None and view.pending.interrupt_id == claimed:
+        if view.pending is not None and (claimed := view.pending.interrupt_id) in claims:
             # the resume never reached the checkpoint: the review must stay answerable
             try:
                 async with self._session() as session:

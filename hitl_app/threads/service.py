@@ -91,7 +91,7 @@ class ThreadService(ReviewClaims):
         self._locks: weakref.WeakValueDictionary[str, asyncio.Lock] = weakref.WeakValueDictionary()
         self.runs = RunDriver(
             graph=graph, bus=self.bus, session=self._session, lock_for=self._lock, flush_interval=flush_interval,
-            limits=limits,
+            limits=limits, on_interrupt=self.desk.interrupt_grants,  # a review grants cover resumes at once
         )
         self.bus.on_stop = self.runs.cancel
 
@@ -246,8 +246,8 @@ class ThreadService(ReviewClaims):
         per person, the decision types the tool allows) and kept server-side (``store.drafts``).
         Exactly one submission resumes the run: the one that decides the last open card writes the
         claim (unique audit rows) with its drafts; a loser gets ``ReviewError(code="stale")``.
-        ``grants``: one entry per card, ``{"scope", "hours"}`` or None (``ReviewDesk.check_grants``);
-        with an undo window the run starts when it ends (None is returned; see ``ReviewDesk``).
+        ``grants``: one entry per card, ``{"scope", "hours"}`` or None (``ReviewDesk.check_grants``),
+        written with the decisions; with an undo window the run starts when it ends (None is returned).
 
         Raises:
             ReviewError: refused, nothing ran, the review stays answerable: ``forbidden`` (the
@@ -288,11 +288,12 @@ class ThreadService(ReviewClaims):
             recorded = await record_decisions(
                 session=self._session, review=review, typed=typed, person=person, owner_id=owner_id,
                 rights=await self.desk.rights_for(review), before_claim=lambda: self.runs.counter.check_start(owner_id),
+                grants=new_grants,
             )
             await self.bus.reviews.announce()  # the inbox: a card's approvals, or the review, changed
             if recorded.decisions is None:
                 return None
-            if (run_id := await self.desk.resume_or_wait(review, recorded.decisions, owner_id, person, new_grants)) is None:
+            if (run_id := await self.desk.resume_or_wait(review, recorded.decisions, owner_id, person)) is None:
                 return None  # an undo window: the sweeper resumes the run when it ends
             try:  # the claim is made and the run started: a lagging sidebar index must not fail it
                 async with self._session() as session:

@@ -34,6 +34,7 @@ from hitl_app.review.rights import progress
 from hitl_app.review.types import AnyDecision, Decision, PendingReview, RejectDecision, decision_payload
 from hitl_app.store import desk as desk_store
 from hitl_app.store import drafts as drafts_store
+from hitl_app.store import grants as grant_store
 from hitl_app.store.desk_tables import ReviewEvent, ScheduledResume
 from hitl_app.store.reviews import DecidedBy, audit_rows, is_claimed
 from hitl_app.store.tables import ReviewRequestRecord, utcnow
@@ -237,6 +238,7 @@ class Sweeper:
                 row.via, row.message = "deadline", note
         try:
             async with service._session() as session:
+                await grant_store.name_granted(session=session, rows=claim)  # cards a grant approved
                 await drafts_store.write_drafts(
                     session=session, thread_id=review.thread_id, interrupt_id=review.interrupt_id,
                     base_seq=drafts_store.next_seq(drafts), drafts=new, claim=claim, now=now,

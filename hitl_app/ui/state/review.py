@@ -334,7 +334,9 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
             return
         edited = card_edit.plain(self._edited)
         edited = {int(k): v for k, v in edited.items()}
-        if any(card.shared for card in self.cards):  # others may decide: undecided cards are left to them
+        # others may decide, or some card is decided already (by others, or by a grant): send one
+        # entry per card, None for a card this person leaves
+        if any(card.shared or card.standing == draft.COMPLETE for card in self.cards):
             decisions: list[Any] = [d and decision_payload(d) for d in draft.to_entries(self.cards, edited)]
         else:
             decisions = [decision_payload(d) for d in draft.to_decisions(self.cards, edited)]

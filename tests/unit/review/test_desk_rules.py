@@ -18,7 +18,17 @@ from hitl_app.review.desk_policy import (
     review_deadline,
     undo_window,
 )
-from hitl_app.review.grants import GrantError, GrantRequest, args_hash, check_grant, covers, grant_note
+from hitl_app.review.grants import (
+    GrantError,
+    GrantRequest,
+    args_hash,
+    check_grant,
+    covers,
+    grant_decider,
+    grant_label,
+    grant_note,
+    grant_of,
+)
 
 NOW = datetime(2025, 5, 3, 14, 0, tzinfo=UTC)
 
@@ -149,3 +159,10 @@ def test_policy_file_reads_desk_keys_and_the_default_forbids_grants_for_payments
     with pytest.raises(PolicyError, match=r"\[tools.send_email\] deadline: 'soon' is not a duration"):
         load_policy_toml(path)
     assert {r.tool: r.desk.grantable for r in DEFAULT_POLICY}["transfer_funds"] is False
+
+
+def test_a_cards_grant_decider_names_the_grant_and_reads_as_approved_by_it():
+    assert grant_decider(12) == "grant:12" and grant_of("grant:12") == 12
+    assert grant_of("12") is None and grant_of("grant:") is None and grant_of("grant:x1") is None and grant_of(None) is None
+    assert grant_label("thread", "Dana") == "grant: this tool in this thread, by Dana"
+    assert grant_label("person", "Dana", "Mo") == "grant: this tool in every thread of Mo, by Dana"
