@@ -27,6 +27,9 @@ from bench.common import pct
 from bench.scale_infra import load_avg
 
 BATCH = 2000
+FIRST_MEMBER = 100_001
+"""Account id of the first of the 20 seeded members who own the threads (high: clear of the ids
+accounts signed in on a running app get)."""
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -36,7 +39,7 @@ def _rows(n_reviews: int, n_threads: int) -> tuple[list[dict[str, Any]], list[di
     now = utcnow()
     threads = [
         {"thread_id": str(uuid.uuid4()), "title": f"Thread {i}", "created_at": now, "updated_at": now,
-         "pending_review": True, "owner": str(1 + i % 20)}
+         "pending_review": True, "owner": str(FIRST_MEMBER + i % 20)}
         for i in range(n_threads)
     ]
     card = {"name": "transfer_funds", "args": {"amount": 500, "to": "Bob"}, "allowed_decisions": ["approve", "reject"]}
@@ -51,13 +54,16 @@ def _rows(n_reviews: int, n_threads: int) -> tuple[list[dict[str, Any]], list[di
     return threads, reviews
 
 
-async def _seed(engine: Any, n_reviews: int, n_threads: int) -> None:
+async def seed(engine: Any, n_reviews: int, n_threads: int) -> None:
+    """Write ``n_reviews`` pending and as many decided reviews over ``n_threads`` pending threads
+    owned by 20 members, and the members and ``REVIEWER`` (see the module docstring), on the app
+    database of ``engine`` (an ``AsyncEngine``; the schema must exist)."""
     from hitl_app.store.accounts import Account
     from hitl_app.store.tables import ReviewRequestRecord, ThreadRecord, table_of
 
     threads, reviews = _rows(n_reviews, n_threads)
     people = [{"id": i, "email": f"m{i}@example.com", "email_key": f"m{i}@example.com", "display_name": f"Member {i}",
-               "role": "member"} for i in range(1, 21)]
+               "role": "member"} for i in range(FIRST_MEMBER, FIRST_MEMBER + 20)]
     people.append({"id": REVIEWER.account_id, "email": REVIEWER.email, "email_key": REVIEWER.email,
                    "display_name": REVIEWER.display_name, "role": REVIEWER.role})
     async with engine.begin() as conn:
@@ -75,7 +81,7 @@ class _Reviewer:
     email: str
 
 
-REVIEWER = _Reviewer(999, "Rita Reviewer", "reviewer", "rita@example.com")
+REVIEWER = _Reviewer(100_999, "Rita Reviewer", "reviewer", "rita@example.com")
 """The person whose inbox is read (a reviewer under the team policy)."""
 
 
@@ -127,7 +133,7 @@ async def _inbox(url: str, n_reviews: int, n_threads: int, reads: int) -> dict[s
     try:
         await asyncio.to_thread(create_schema, engines)
         t0 = time.monotonic()
-        await _seed(engines.async_, n_reviews, n_threads)
+        await seed(engines.async_, n_reviews, n_threads)
         seed_s = time.monotonic() - t0
         await _read_once(engines.async_, rights)  # warm the pool and the statement cache
         times, got, total = [], 0, 0
@@ -141,7 +147,8 @@ async def _inbox(url: str, n_reviews: int, n_threads: int, reads: int) -> dict[s
         engines.sync.dispose()
     return {
         "query": inbox_query(), "pending_reviews": n_reviews, "decided_reviews": n_reviews, "threads": n_threads,
-        "rows_per_read": got, "total_count": total, "reads": reads, "read_ms": {"p50": pct(times, 0.5), "p95": pct(times, 0.95), "max": max(times)},
+        "rows_per_read": got, "total_count": total,
+        "reads": reads, "read_ms": {"p50": pct(times, 0.5), "p95": pct(times, 0.95), "max": max(times)},
         "seed_s": round(seed_s, 1), "plan": plan,
     }
 
