@@ -49,12 +49,14 @@ INIT_JS = r"""
       if (tid && !(tid in B.arrived)) B.arrived[tid] = performance.timeOrigin + t;
     }
     if (B.readyAt === null && B.want >= 0) {
-      const total = document.querySelector("[data-testid=inbox-total]");
+      const total = document.querySelector(B.totalSel);
       const more = B.needMore ? document.querySelector("[data-testid=inbox-more]") : true;
       if (items.length >= B.want && total && total.textContent.startsWith(B.total) && more) B.readyAt = t;
     }
   };
-  B.expect = (want, total, needMore) => { B.want = want; B.total = total; B.needMore = needMore; scan(); };
+  B.expect = (want, totalSel, total, needMore) => {
+    B.want = want; B.totalSel = totalSel; B.total = total; B.needMore = needMore; scan();
+  };
   new MutationObserver(scan).observe(document, { subtree: true, childList: true, characterData: true });
 })();
 """
@@ -73,14 +75,24 @@ def _context(browser: Any, server: Any, token: str) -> Any:
     return context
 
 
-def interactive(browser: Any, server: Any, token: str, n_reviews: int, repeats: int) -> dict[str, Any]:
-    """Open /reviews ``repeats`` times as the reviewer; ms from navigation start to the first page
-    and the count on screen. Returns ``{"ms": {...}, "items": int, "total_text": str}``."""
-    from hitl_app.store.inbox import PAGE_SIZE
+LEGACY_PAGE = 100
+"""Cards the /reviews page showed before it had pages (``--legacy``: its count badge stopped there too)."""
 
+
+def interactive(browser: Any, server: Any, token: str, n_reviews: int, repeats: int, legacy: bool = False) -> dict[str, Any]:
+    """Open /reviews ``repeats`` times as the reviewer; ms from navigation start to the first page
+    and the count on screen. Returns ``{"ms": {...}, "items": int, "total_text": str}``. ``legacy``:
+    the page before paging (no ``inbox-total``; ready when its 100 cards and the sidebar count show)."""
+    if legacy:
+        want = min(LEGACY_PAGE, n_reviews)
+        expect = f"({want}, '[data-testid=inbox-count]', '{want}', false)"
+    else:
+        from hitl_app.store.inbox import PAGE_SIZE
+
+        more = str(n_reviews > PAGE_SIZE).lower()
+        expect = f"({min(PAGE_SIZE, n_reviews)}, '[data-testid=inbox-total]', '{n_reviews}', {more})"
     times: list[float] = []
     items, total_text = 0, ""
-    expect = f"({min(PAGE_SIZE, n_reviews)}, '{n_reviews}', {str(n_reviews > PAGE_SIZE).lower()})"
     for _ in range(repeats):
         context = _context(browser, server, token)
         page = context.new_page()
@@ -91,7 +103,7 @@ def interactive(browser: Any, server: Any, token: str, n_reviews: int, repeats: 
         page.wait_for_function("() => window.__inbox.readyAt !== null")
         times.append(float(page.evaluate("window.__inbox.readyAt")))
         items = int(page.locator("[data-testid=inbox-item]").count())
-        total_text = str(page.get_by_test_id("inbox-total").inner_text())
+        total_text = str(page.get_by_test_id("inbox-count" if legacy else "inbox-total").first.inner_text())
         context.close()
     return {"ms": _q(times), "items": items, "total_text": total_text}
 
@@ -128,7 +140,9 @@ def arrivals(browser: Any, server: Any, token: str, n: int, trace_dir: Path) -> 
     page.get_by_test_id("inbox-link").first.click()
     page.wait_for_url("**/reviews")
     page.wait_for_function("() => document.querySelector('[data-testid=inbox-empty], [data-testid=inbox-list]')")
-    tag, lags, on, missing = uuid.uuid4().hex[:6], [], [], 0
+    tag, missing = uuid.uuid4().hex[:6], 0
+    lags: list[float] = []
+    on: list[str] = []
     loop = asyncio.new_event_loop()  # Playwright's sync API holds this thread's loop: the tabs run on their own
     runner = threading.Thread(target=loop.run_forever, daemon=True)
     runner.start()
@@ -162,8 +176,11 @@ def _one_arrival(
     return 0
 
 
-def page_rows(tmp: Path, n_reviews: int, n_threads: int, repeats: int, n_arrivals: int, workers: int) -> dict[str, Any]:
-    """Both rows on one app (``workers`` workers, private Redis, fresh PostgreSQL). Returns the figures."""
+def page_rows(
+    tmp: Path, n_reviews: int, n_threads: int, repeats: int, n_arrivals: int, workers: int, legacy: bool = False
+) -> dict[str, Any]:
+    """Both rows on one app (``workers`` workers, private Redis, fresh PostgreSQL); ``legacy``: the
+    app is a version before the paged inbox (see ``interactive``). Returns the figures."""
     from playwright.sync_api import sync_playwright
 
     from bench.scale_inbox import seed
@@ -189,11 +206,11 @@ def page_rows(tmp: Path, n_reviews: int, n_threads: int, repeats: int, n_arrival
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 try:
-                    opened = interactive(browser, server, reviewer, n_reviews, repeats)
+                    opened = interactive(browser, server, reviewer, n_reviews, repeats, legacy)
                     arrived = arrivals(browser, server, member, n_arrivals, server.data_dir / "trace")
                 finally:
                     browser.close()
         finally:
             server.stop()
     return {"pending_reviews": n_reviews, "threads": n_threads, "workers": workers, "seed_s": round(seed_s, 1),
-            "interactive": opened, "arrival": arrived, "load_before": load_before, "load_after": load_avg()}
+            "legacy": legacy, "interactive": opened, "arrival": arrived, "load_before": load_before, "load_after": load_avg()}
