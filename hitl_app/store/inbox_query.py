@@ -99,9 +99,10 @@ def may_wait_for(person: Person, rights: Mapping[str, ToolRights]) -> ColumnElem
     listed = sorted(t for t, r in rights.items() if any(_listed_elsewhere(rule, person) for rule in _rules(r)))
     never_self = sorted(t for t, r in rights.items() if not any(_owner_may_approve(rule, person) for rule in _rules(r)))
     cut = func.length(col(ReviewRequestRecord.tool_names)) >= TOOL_NAMES_MAX
-    owner = func.coalesce(col(ThreadRecord.owner), "")
+    owner = col(ThreadRecord.owner)
     mine = and_(owner == me, or_(not_(_only_of(never_self)), cut)) if me else false()
-    others = and_(owner != me, or_(_has_any(listed), cut))
+    # no tool lists them: only their own threads (the owner index then finds them, not a scan)
+    others = and_(or_(owner.is_(None), owner != me), or_(_has_any(listed), cut)) if listed else false()
     return and_(
         col(ReviewRequestRecord.decided) == false(),
         col(ThreadRecord.pending_review) == true(),
