@@ -9,6 +9,8 @@ reviews over ``n_threads`` threads are written into its database (``bench.scale_
   ``repeats`` times. The time is navigation start (``performance.timeOrigin``) to the first DOM
   mutation after which the page shows the first page of items (``PAGE_SIZE`` of them, or all when
   fewer), the total count (``inbox-total`` starting with the seeded count) and "Load more".
+* **Floor**: the same page for the member (nothing waits for a member: the seeded payments ask
+  reviewers), navigation start to "Nothing waits for you.": what the page costs with no cards.
 * **Arrival**: a member account opens ``/thread/<new>`` (its worker pid is on the page), then goes
   to ``/reviews`` through the sidebar link (the same socket, so the same worker). For each of
   ``arrivals`` reviews, a websocket client of the same member (``bench.ws.ReflexClient``, reconnected
@@ -40,9 +42,10 @@ WPS = 100.0
 INIT_JS = r"""
 (() => {
   const now = () => performance.now();
-  const B = (window.__inbox = { readyAt: null, arrived: {}, want: -1, total: "" });
+  const B = (window.__inbox = { readyAt: null, emptyAt: null, arrived: {}, want: -1, total: "" });
   const scan = () => {
     const t = now();
+    if (B.emptyAt === null && document.querySelector("[data-testid=inbox-empty]")) B.emptyAt = t;
     const items = document.querySelectorAll("[data-testid=inbox-item]");
     for (const el of items) {
       const tid = el.getAttribute("data-thread-id");
@@ -157,6 +160,21 @@ def arrivals(browser: Any, server: Any, token: str, n: int, trace_dir: Path) -> 
             "same_worker": on.count(page_pid), "missing": missing}
 
 
+def floor(browser: Any, server: Any, token: str, repeats: int) -> dict[str, Any]:
+    """The same page with nothing waiting (the member, before any arrival): ms from navigation start
+    to "Nothing waits for you." (the page's own cost: scripts, socket, hydration, on_load)."""
+    times: list[float] = []
+    for _ in range(repeats):
+        context = _context(browser, server, token)
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(f"{server.url}/reviews")
+        page.wait_for_function("() => window.__inbox.emptyAt !== null")
+        times.append(float(page.evaluate("window.__inbox.emptyAt")))
+        context.close()
+    return {"ms": _q(times)}
+
+
 def _one_arrival(
     page: Any, loop: asyncio.AbstractEventLoop, server: Any, token: str, page_pid: str, i: int, tag: str, trace_dir: Path,
     lags: list[float], on: list[str],
@@ -206,6 +224,7 @@ def page_rows(
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
                 try:
+                    empty = floor(browser, server, member, repeats)
                     opened = interactive(browser, server, reviewer, n_reviews, repeats, legacy)
                     arrived = arrivals(browser, server, member, n_arrivals, server.data_dir / "trace")
                 finally:
@@ -213,4 +232,5 @@ def page_rows(
         finally:
             server.stop()
     return {"pending_reviews": n_reviews, "threads": n_threads, "workers": workers, "seed_s": round(seed_s, 1),
-            "legacy": legacy, "interactive": opened, "arrival": arrived, "load_before": load_before, "load_after": load_avg()}
+            "legacy": legacy, "empty_page": empty, "interactive": opened, "arrival": arrived,
+            "load_before": load_before, "load_after": load_avg()}

@@ -108,6 +108,8 @@ def _inbox_page(key: str, r: dict[str, Any]) -> list[tuple[str, str, str, str, s
               f"navigation -> first page + count ms p50 | p95 (n={om['n']})",
          f"{_f(om['p50'], 1)} | {_f(om['p95'], 1)}", "<= 1000", _met(om["p95"] is not None and om["p95"] <= 1000)),
         (key, "items on the first page; count shown", f"{o['items']}; {o['total_text'][:40]}", "", "-"),
+        (key, "floor: the same page with nothing waiting ms p50 | p95",
+         f"{_f(r['empty_page']['ms']['p50'], 1)} | {_f(r['empty_page']['ms']['p95'], 1)}", "", "-"),
         (key, f"interrupt on another worker -> item in the open inbox ms p50 | p95 (n={am['n']})",
          f"{_f(am['p50'], 1)} | {_f(am['p95'], 1)}", "p95 <= 200", _met(am["p95"] is not None and am["p95"] <= 200)),
         (key, "workers; items never shown", f"{where}; {a['missing']}", "0", _met(a["missing"] == 0)),

@@ -184,6 +184,7 @@ async def inbox_page(
     limit: int = PAGE_SIZE,
     newest_first: bool = False,
     thread_id: str | None = None,
+    count: bool = True,
     now: datetime | None = None,
 ) -> InboxPage:
     """The cards waiting for ``person``, one page: oldest review first (``newest_first``: newest
@@ -192,8 +193,9 @@ async def inbox_page(
     SQL keeps only pending reviews that may wait for them (their role, email or ownership, their
     own decisions; see ``hitl_app.store.inbox_query``) and reads them in batches along the partial
     index; each card is then checked in Python (``waits_for``, the authority) and batches are read
-    until the page is full or nothing is left. ``thread_id`` keeps one thread only. ``now`` (aware
-    UTC, default now) gives the waits.
+    until the page is full or nothing is left. ``thread_id`` keeps one thread only. ``count=False``
+    skips the count query (``total`` is then the cards on this page when more follow). ``now``
+    (aware UTC, default now) gives the waits.
 
     Raises:
         ValueError: ``after`` is not a cursor this function returned.
@@ -223,7 +225,7 @@ async def inbox_page(
         if len(rows) < batch and used == len(rows):  # the last candidate is on this page
             cursor = ""
             break
-    if not after and not cursor:
+    if (not after and not cursor) or not count:
         total = len(items)
     else:
         total = max(len(items), await _count(session, where, me) - dropped)

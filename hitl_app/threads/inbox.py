@@ -55,14 +55,14 @@ class ReviewInbox:
 
     async def page_for(
         self, person: Person, *, after: str = "", limit: int = inbox_store.PAGE_SIZE, newest_first: bool = False,
-        thread_id: str | None = None,
+        thread_id: str | None = None, count: bool = True,
     ) -> InboxPage:
         """One page of the cards waiting for ``person`` (see ``store.inbox.inbox_page``; raises
         ValueError for a cursor it did not make)."""
         async with self._session() as session:
             return await inbox_store.inbox_page(
                 session=session, person=person, rights=self.rights, after=after, limit=limit,
-                newest_first=newest_first, thread_id=thread_id,
+                newest_first=newest_first, thread_id=thread_id, count=count,
             )
 
     async def note_opened(self, interrupt_id: str, person: Person) -> None:

@@ -129,11 +129,11 @@ async def rows_for(who: Any, open_thread: str, pages: int = 1) -> InboxRead:
     none) is noted as opened, so no reminder mail goes out for it."""
     inbox = get_inbox()
     page = await inbox.page_for(who, limit=max(1, pages) * PAGE_SIZE)
-    newest = [] if not page.next_after else (await inbox.page_for(who, newest_first=True, limit=NEWEST)).items
+    newest = [] if not page.next_after else (await inbox.page_for(who, newest_first=True, limit=NEWEST, count=False)).items
     if open_thread:
         here = [i for i in page.items if i.pending.thread_id == open_thread]
         if not here and page.next_after:
-            here = (await inbox.page_for(who, thread_id=open_thread, limit=1)).items
+            here = (await inbox.page_for(who, thread_id=open_thread, limit=1, count=False)).items
         if here:
             await inbox.note_opened(here[0].pending.interrupt_id, who)
     return InboxRead([row_of(i) for i in page.items], page.total, page.next_after, [row_of(i) for i in newest])
