@@ -242,12 +242,15 @@ class InboxState(SessionState):
         """Re-read the inbox whenever the review signal says something changed (any worker), or
         every ``REFRESH_S``; on a thread page an announcement also re-reads the shown cards
         (``ReviewState.reread``). Ends when the tab is gone, signed out, or a newer watcher took over."""
-        token = self.router.session.client_token
-        path_is_thread = str(self.router.url.path).startswith("/thread/")
+        # fixed for this watcher's life: the socket's cookie and the page (a navigation runs
+        # refresh, which starts a new watcher); the pages shown are re-read at each show
+        token, path = self.router.session.client_token, str(self.router.url.path)
+        session = session_token_from_cookie_header(self.router.headers.cookie)
+        path_is_thread = path.startswith("/thread/")
         me = INBOX_WATCHERS.enter(token)
         try:
             async with self:
-                self._watch_id = me.watch_id
+                self._watch_id, pages = me.watch_id, self.pages
             signal = get_inbox().signal
             version = await signal.version()
             while True:
@@ -255,17 +258,18 @@ class InboxState(SessionState):
                 if not INBOX_WATCHERS.is_current(me) or not await tab_connected(token):
                     return
                 version = await signal.version()  # before the read: a later change wakes us again
-                async with self:  # only to look: the database is read outside the tab's lock
-                    if self._watch_id != me.watch_id:
-                        return
-                    session, path = session_token_from_cookie_header(self.router.headers.cookie), self.router.url.path
-                    pages = self.pages
-                who = await session_principal(session)
-                read = None if who is None else await rows_for(who, thread_id_of(path), pages)
-                async with self:
-                    if self._watch_id != me.watch_id:
-                        return
-                    events = self._show(read)
+                # the database is read outside the tab's lock, and without taking it first (one
+                # lock per announcement): a watcher another worker's newer one retired finds out
+                # below, before it shows anything
+                stale = True
+                while stale:  # again when "Load more" added a page during the read
+                    who = await session_principal(session)
+                    read = None if who is None else await rows_for(who, thread_id_of(path), pages)
+                    async with self:
+                        if self._watch_id != me.watch_id:
+                            return
+                        stale, pages = read is not None and self.pages != pages, self.pages
+                        events = None if stale else self._show(read)
                 if events is None:
                     yield sign_in_redirect()
                     return
