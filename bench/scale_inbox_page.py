@@ -126,6 +126,8 @@ async def _raise_one(server: Any, token: str, page_pid: str, i: int, tag: str) -
     tid = client.thread_id
     try:
         await client.wait_for(lambda: bool(client.get(REVIEW, "cards")), timeout=60)
+    except (TimeoutError, RuntimeError):  # the tab never showed its card: counted by the caller
+        tid = ""
     finally:
         await client.close()
     return tid, pid, t0
@@ -146,18 +148,19 @@ def arrivals(browser: Any, server: Any, token: str, n: int, trace_dir: Path) -> 
     tag, missing = uuid.uuid4().hex[:6], 0
     lags: list[float] = []
     on: list[str] = []
+    not_raised: list[int] = []
     loop = asyncio.new_event_loop()  # Playwright's sync API holds this thread's loop: the tabs run on their own
     runner = threading.Thread(target=loop.run_forever, daemon=True)
     runner.start()
     try:
         for i in range(n):
-            missing += _one_arrival(page, loop, server, token, page_pid, i, tag, trace_dir, lags, on)
+            missing += _one_arrival(page, loop, server, token, page_pid, i, tag, trace_dir, lags, on, not_raised)
     finally:
         loop.call_soon_threadsafe(loop.stop)
         runner.join(timeout=10)
     context.close()
     return {"ms": _q(lags), "page_worker": page_pid, "raised_on": {p: on.count(p) for p in sorted(set(on))},
-            "same_worker": on.count(page_pid), "missing": missing}
+            "same_worker": on.count(page_pid), "missing": missing, "not_raised": len(not_raised)}
 
 
 def floor(browser: Any, server: Any, token: str, repeats: int) -> dict[str, Any]:
@@ -177,11 +180,15 @@ def floor(browser: Any, server: Any, token: str, repeats: int) -> dict[str, Any]
 
 def _one_arrival(
     page: Any, loop: asyncio.AbstractEventLoop, server: Any, token: str, page_pid: str, i: int, tag: str, trace_dir: Path,
-    lags: list[float], on: list[str],
+    lags: list[float], on: list[str], not_raised: list[int],
 ) -> int:
-    """Raise review ``i`` and time it into the page (appends to ``lags`` and ``on``); 1 when it never showed."""
+    """Raise review ``i`` and time it into the page (appends to ``lags`` and ``on``); 1 when it never
+    showed (in the raising tab or in the page)."""
     tid, pid, _ = asyncio.run_coroutine_threadsafe(_raise_one(server, token, page_pid, i, tag), loop).result(timeout=120)
     on.append(pid)
+    if not tid:
+        not_raised.append(i)
+        return 1
     try:
         page.wait_for_function(f"() => '{tid}' in window.__inbox.arrived", timeout=30_000)
     except Exception:  # noqa: BLE001 - counted, the row goes on

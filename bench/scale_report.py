@@ -112,7 +112,8 @@ def _inbox_page(key: str, r: dict[str, Any]) -> list[tuple[str, str, str, str, s
          f"{_f(r['empty_page']['ms']['p50'], 1)} | {_f(r['empty_page']['ms']['p95'], 1)}", "", "-"),
         (key, f"interrupt on another worker -> item in the open inbox ms p50 | p95 (n={am['n']})",
          f"{_f(am['p50'], 1)} | {_f(am['p95'], 1)}", "p95 <= 200", _met(am["p95"] is not None and am["p95"] <= 200)),
-        (key, "workers; items never shown", f"{where}; {a['missing']}", "0", _met(a["missing"] == 0)),
+        (key, "workers; items never shown (of them: no card in the raising tab)",
+         f"{where}; {a['missing']} ({a.get('not_raised', 0)})", "0", _met(a["missing"] == 0)),
     ]
 
 
