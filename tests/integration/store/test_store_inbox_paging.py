@@ -120,3 +120,25 @@ async def test_the_partial_index_is_created_and_added_to_an_older_database(engin
     assert "ix_review_requests_open" in names()
     with engines.sync.begin() as conn:
         assert add_missing_indexes(conn, APP_TABLES) == []  # idempotent
+
+
+async def test_a_review_a_deadline_escalated_to_a_role_reaches_that_role_and_above(session):
+    from hitl_app.review import ActionRequest, PendingReview, ReviewConfig
+    from hitl_app.store.desk_tables import ReviewExpiry
+
+    await add_people(session)
+    close = PendingReview(  # a tool the policy does not name: only the person who asked decides
+        thread_id="t-close", interrupt_id="i-t-close",
+        action_requests=(ActionRequest(name="close_account", args={"id": 7}),),
+        review_configs=(ReviewConfig(action_name="close_account", allowed_decisions=("approve", "reject")),),
+    )
+    await raise_review(session, close, owner="1")
+    assert ((await page(session, REX)).total, (await page(session, MAY)).total) == (0, 1)
+    async with session() as s:
+        s.add(ReviewExpiry(interrupt_id="i-t-close", thread_id="t-close", status="escalated", escalate_to="reviewer",
+                           due_at=utcnow()))
+        await s.commit()
+    for person in (REX, ADA):
+        p = await page(session, person)
+        assert ([i.pending.thread_id for i in p.items], p.total) == (["t-close"], 1)
+    assert (await page(session, MO)).total == 0  # a member is below the role it was escalated to
