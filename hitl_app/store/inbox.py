@@ -202,7 +202,8 @@ async def inbox_page(
     """
     now = now or utcnow()
     me = str(person.account_id)
-    where = inbox_query.may_wait_for(person, rights)
+    escalated = list((await session.exec(inbox_query.escalated_for(person))).all())
+    where = inbox_query.may_wait_for(person, rights, escalated)
     if thread_id is not None:
         where = and_(where, col(ReviewRequestRecord.thread_id) == thread_id)
     batch = max(limit, 10)

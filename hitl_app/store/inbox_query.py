@@ -25,11 +25,13 @@ Paging is oldest first by ``(requested_at, interrupt_id)``; a cursor (``after``)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from sqlalchemy import ColumnElement, and_, case, exists, false, func, literal, not_, or_, select, true
 from sqlmodel import col
+from sqlmodel import select as sqlmodel_select
+from sqlmodel.sql.expression import SelectOfScalar
 
 from hitl_app.review.rights import Person, ReviewRule, ToolRights, is_listed
 from hitl_app.review.rights_policy import OWNER, ROLES
@@ -92,9 +94,12 @@ def my_decided_cards(me: str) -> ColumnElement[int]:
     return case((exists().where(_mine(me)), count), else_=0)
 
 
-def may_wait_for(person: Person, rights: Mapping[str, ToolRights]) -> ColumnElement[bool]:
+def may_wait_for(
+    person: Person, rights: Mapping[str, ToolRights], escalated: Sequence[str] = ()
+) -> ColumnElement[bool]:
     """The SQL condition (over ``review_requests`` joined with ``threads``) that keeps every
-    pending review with a card that may wait for ``person`` (see the module docstring)."""
+    pending review with a card that may wait for ``person`` (see the module docstring);
+    ``escalated``: the interrupt ids ``escalated_for(person)`` found."""
     me = str(person.account_id)
     listed = sorted(t for t, r in rights.items() if any(_listed_elsewhere(rule, person) for rule in _rules(r)))
     never_self = sorted(t for t, r in rights.items() if not any(_owner_may_approve(rule, person) for rule in _rules(r)))
@@ -106,21 +111,29 @@ def may_wait_for(person: Person, rights: Mapping[str, ToolRights]) -> ColumnElem
     return and_(
         col(ReviewRequestRecord.decided) == false(),
         col(ThreadRecord.pending_review) == true(),
-        or_(mine, others, _escalated_to(person)),
+        or_(mine, others, col(ReviewRequestRecord.interrupt_id).in_(list(escalated)) if escalated else false()),
         my_decided_cards(me) < col(ReviewRequestRecord.action_count),
     )
 
 
-def _escalated_to(person: Person) -> ColumnElement[bool]:
-    """A deadline escalated the review to a role ``person`` holds (their role or a lower one)."""
+def escalated_roles(person: Person) -> list[str]:
+    """The roles a review escalated to would reach ``person`` with: theirs and the lower ones."""
     role = str(person.role).lower()
-    roles = list(ROLES[: ROLES.index(role) + 1]) if role in ROLES else []
-    if not roles:
-        return false()
-    return exists().where(
-        col(ReviewExpiry.interrupt_id) == col(ReviewRequestRecord.interrupt_id),
-        col(ReviewExpiry.status) == "escalated",
-        col(ReviewExpiry.escalate_to).in_(roles),
+    return list(ROLES[: ROLES.index(role) + 1]) if role in ROLES else []
+
+
+def escalated_for(person: Person) -> SelectOfScalar[str]:
+    """The undecided reviews a deadline escalated to a role ``person`` holds (``review_expiries``,
+    status ``escalated``): interrupt ids, few. Read first, so the page query gets a short id list
+    (or nothing) instead of a subquery on every pending row, and the owner index can still serve it."""
+    return (
+        sqlmodel_select(col(ReviewExpiry.interrupt_id))
+        .join(ReviewRequestRecord, col(ReviewRequestRecord.interrupt_id) == col(ReviewExpiry.interrupt_id))
+        .where(
+            col(ReviewExpiry.status) == "escalated",
+            col(ReviewExpiry.escalate_to).in_(escalated_roles(person) or [""]),
+            col(ReviewRequestRecord.decided) == false(),
+        )
     )
 
 
