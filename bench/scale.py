@@ -4,7 +4,8 @@
 The app runs in prod mode with ``--workers 3`` (gunicorn + uvicorn), a private Redis (Reflex state
 and the run bus) and a fresh PostgreSQL database; the SQLite submit row runs one worker on SQLite
 (the default deployment). Rows run in this order, smaller first: sessions up to 200 (ascending), idle
-tabs, submits on PostgreSQL, sessions above 200, submits on SQLite, inbox. Every row records ``uptime``'s load average before
+tabs, submits on PostgreSQL, sessions above 200, submits on SQLite, inbox (the store call), inbox_page (the
+/reviews page in Chromium on 3 workers, bench/scale_inbox_page.py). Every row records ``uptime``'s load average before
 and after it. The JSON goes to ``bench/results/scale-<time>.json``. See docs/scale.md.
 """
 
@@ -26,7 +27,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 3
-ROWS = ("sessions", "idle", "submits", "inbox")
+ROWS = ("sessions", "idle", "submits", "inbox", "inbox_page")
 BIG_SESSIONS = 200
 """Session counts above this run after the idle and submit rows."""
 
@@ -37,14 +38,14 @@ def _config(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.smoke:
         cfg = {"sessions": [2], "words": 20, "wps": 20, "idle": 4, "idle_window_s": 2, "submits": 2, "inbox": 200,
-               "inbox_threads": 40, "inbox_reads": 5}
+               "inbox_threads": 40, "inbox_reads": 5, "inbox_repeats": 2, "inbox_arrivals": 3}
     else:
         cfg = {"sessions": [50, 200, 500], "words": 200, "wps": 20, "idle": 1000, "idle_window_s": 60, "submits": 100,
-               "inbox": 10_000, "inbox_threads": 2_000, "inbox_reads": 50}
+               "inbox": 10_000, "inbox_threads": 2_000, "inbox_reads": 50, "inbox_repeats": 5, "inbox_arrivals": 20}
     for key in ("sessions",):
         if getattr(args, key) is not None:
             cfg[key] = ints(getattr(args, key))
-    for key in ("idle", "submits", "inbox"):
+    for key in ("idle", "submits", "inbox", "inbox_repeats", "inbox_arrivals"):
         if getattr(args, key) is not None:
             cfg[key] = getattr(args, key)
     cfg["workers"] = args.workers
@@ -122,12 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run the scale rows; print the table; returns 0 when every row produced figures, 1 otherwise."""
     parser = argparse.ArgumentParser(prog="python -m bench scale", description=__doc__)
     parser.add_argument("--smoke", action="store_true", help="tiny N (CI: checks every row produces figures)")
-    parser.add_argument("--rows", default=",".join(ROWS), help="which rows: sessions,idle,submits,inbox")
+    parser.add_argument("--rows", default=",".join(ROWS), help="which rows: sessions,idle,submits,inbox,inbox_page")
     parser.add_argument("--sessions", default=None, help="concurrent streaming tabs per run, e.g. 50,200,500")
     parser.add_argument("--idle", type=int, default=None, help="idle tabs (default 1000)")
     parser.add_argument("--idle-window", type=float, default=None, help="idle CPU window in seconds (default 60)")
     parser.add_argument("--submits", type=int, default=None, help="concurrent review submissions (default 100)")
     parser.add_argument("--inbox", type=int, default=None, help="pending reviews in the inbox (default 10000)")
+    parser.add_argument("--inbox-repeats", type=int, default=None, help="page opens timed in Chromium (default 5)")
+    parser.add_argument("--inbox-arrivals", type=int, default=None, help="reviews raised into an open inbox (default 20)")
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/scale-<time>.json)")
     parser.add_argument("--workers", type=int, default=WORKERS, help="gunicorn workers for the Redis+PostgreSQL rows (default 3)")
     parser.add_argument("--label", default="")
@@ -150,6 +153,11 @@ def main(argv: list[str] | None = None) -> int:
             _guard(results, "_sqlite", lambda: (_sqlite_rows(cfg, tmp, results), {})[1])
         if "inbox" in rows:
             _inbox_rows(cfg, tmp, results)
+        if "inbox_page" in rows:
+            from bench.scale_inbox_page import page_rows
+
+            _guard(results, "inbox_page", lambda: page_rows(
+                tmp, cfg["inbox"], cfg["inbox_threads"], cfg["inbox_repeats"], cfg["inbox_arrivals"], cfg["workers"]))
     results["total_s"] = round(time.monotonic() - started, 1)
     out = args.out or ROOT / "bench" / "results" / f"scale-{datetime.now():%Y%m%d-%H%M%S}{'-smoke' if args.smoke else ''}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

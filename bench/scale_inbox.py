@@ -5,9 +5,10 @@ Inbox: ``n_reviews`` undecided ``review_requests`` rows (each with its stored ca
 ``transfer_funds`` of 500) spread over ``n_threads`` pending threads owned by 20 member accounts,
 plus as many decided rows, are written straight into the app's tables (bulk INSERT; no checkpoints
 behind them: the inbox reads only these tables). Then one reviewer's inbox read is timed ``reads``
-times, one after the other: ``hitl_app.store.inbox.pending_reviews`` under the team policy
-(examples/policies/team.toml), limit 100, as the /reviews page asks it. The figure is the store call
-alone (session, SELECTs, cards, the rights rules per card), not the page.
+times, one after the other: the first page of ``hitl_app.store.inbox.inbox_page`` under the team
+policy (examples/policies/team.toml), 50 cards and the total count, as the /reviews page asks it.
+The figure is the store call alone (session, SELECTs, count, cards, the rights rules per card), not
+the page (``bench/scale_inbox_page.py`` times the page in Chromium).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from bench.common import pct
 from bench.scale_infra import load_avg
 
 BATCH = 2000
+FIRST_MEMBER = 100_001
+"""Account id of the first of the 20 seeded members who own the threads (high: clear of the ids
+accounts signed in on a running app get)."""
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -35,7 +39,7 @@ def _rows(n_reviews: int, n_threads: int) -> tuple[list[dict[str, Any]], list[di
     now = utcnow()
     threads = [
         {"thread_id": str(uuid.uuid4()), "title": f"Thread {i}", "created_at": now, "updated_at": now,
-         "pending_review": True, "owner": str(1 + i % 20)}
+         "pending_review": True, "owner": str(FIRST_MEMBER + i % 20)}
         for i in range(n_threads)
     ]
     card = {"name": "transfer_funds", "args": {"amount": 500, "to": "Bob"}, "allowed_decisions": ["approve", "reject"]}
@@ -50,13 +54,16 @@ def _rows(n_reviews: int, n_threads: int) -> tuple[list[dict[str, Any]], list[di
     return threads, reviews
 
 
-async def _seed(engine: Any, n_reviews: int, n_threads: int) -> None:
+async def seed(engine: Any, n_reviews: int, n_threads: int) -> None:
+    """Write ``n_reviews`` pending and as many decided reviews over ``n_threads`` pending threads
+    owned by 20 members, and the members and ``REVIEWER`` (see the module docstring), on the app
+    database of ``engine`` (an ``AsyncEngine``; the schema must exist)."""
     from hitl_app.store.accounts import Account
     from hitl_app.store.tables import ReviewRequestRecord, ThreadRecord, table_of
 
     threads, reviews = _rows(n_reviews, n_threads)
     people = [{"id": i, "email": f"m{i}@example.com", "email_key": f"m{i}@example.com", "display_name": f"Member {i}",
-               "role": "member"} for i in range(1, 21)]
+               "role": "member"} for i in range(FIRST_MEMBER, FIRST_MEMBER + 20)]
     people.append({"id": REVIEWER.account_id, "email": REVIEWER.email, "email_key": REVIEWER.email,
                    "display_name": REVIEWER.display_name, "role": REVIEWER.role})
     async with engine.begin() as conn:
@@ -74,35 +81,47 @@ class _Reviewer:
     email: str
 
 
-REVIEWER = _Reviewer(999, "Rita Reviewer", "reviewer", "rita@example.com")
+REVIEWER = _Reviewer(100_999, "Rita Reviewer", "reviewer", "rita@example.com")
 """The person whose inbox is read (a reviewer under the team policy)."""
 
 
 def inbox_query() -> str:
-    """The store call timed: ``store.inbox.pending_reviews`` (team policy, limit 100)."""
-    return "store.inbox.pending_reviews"
+    """The store call timed: the first page of ``store.inbox.inbox_page`` (team policy, 50 cards
+    and the total count), as the /reviews page asks it."""
+    return "store.inbox.inbox_page"
 
 
-async def _read_once(engine: Any, rights: Any) -> int:
+async def _read_once(engine: Any, rights: Any) -> tuple[int, int]:
+    """(cards on the first page, total count)."""
     from sqlmodel.ext.asyncio.session import AsyncSession
 
-    from hitl_app.store.inbox import pending_reviews
+    from hitl_app.store.inbox import inbox_page
 
     async with AsyncSession(engine, expire_on_commit=False) as session:
-        items = await pending_reviews(session=session, person=REVIEWER, rights=rights, limit=100)
-    return len(items)
+        page = await inbox_page(session=session, person=REVIEWER, rights=rights)
+    return len(page.items), page.total
 
 
-async def _plan(engine: Any, is_sqlite: bool) -> str:
-    f, t = ("0", "1") if is_sqlite else ("false", "true")
-    sql = (
-        "SELECT * FROM review_requests r JOIN threads t ON t.thread_id = r.thread_id "
-        f"WHERE r.decided = {f} AND t.pending_review = {t} ORDER BY r.requested_at, r.interrupt_id LIMIT 1000"
+async def _plan(engine: Any, rights: Any) -> str:
+    """The database's plan of the page query (EXPLAIN QUERY PLAN / EXPLAIN), steps joined by " / "."""
+    from sqlalchemy import select
+    from sqlmodel import col
+
+    from hitl_app.store import inbox_query
+    from hitl_app.store.tables import ReviewRequestRecord, ThreadRecord
+
+    stmt = (
+        select(ReviewRequestRecord, ThreadRecord)
+        .join(ThreadRecord, col(ThreadRecord.thread_id) == col(ReviewRequestRecord.thread_id))
+        .where(inbox_query.may_wait_for(REVIEWER, rights))
+        .order_by(col(ReviewRequestRecord.requested_at), col(ReviewRequestRecord.interrupt_id))
+        .limit(50)
     )
-    prefix = "EXPLAIN QUERY PLAN " if is_sqlite else "EXPLAIN "
     async with engine.connect() as conn:
+        sql = str(stmt.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True}))
+        prefix = "EXPLAIN QUERY PLAN " if conn.dialect.name == "sqlite" else "EXPLAIN "
         rows = (await conn.execute(text(prefix + sql))).all()
-    return " / ".join(str(r[-1]) for r in rows)
+    return " / ".join(str(r[-1]).strip() for r in rows)
 
 
 async def _inbox(url: str, n_reviews: int, n_threads: int, reads: int) -> dict[str, Any]:
@@ -114,21 +133,22 @@ async def _inbox(url: str, n_reviews: int, n_threads: int, reads: int) -> dict[s
     try:
         await asyncio.to_thread(create_schema, engines)
         t0 = time.monotonic()
-        await _seed(engines.async_, n_reviews, n_threads)
+        await seed(engines.async_, n_reviews, n_threads)
         seed_s = time.monotonic() - t0
         await _read_once(engines.async_, rights)  # warm the pool and the statement cache
-        times, got = [], 0
+        times, got, total = [], 0, 0
         for _ in range(reads):
             t = time.perf_counter()
-            got = await _read_once(engines.async_, rights)
+            got, total = await _read_once(engines.async_, rights)
             times.append((time.perf_counter() - t) * 1000)
-        plan = await _plan(engines.async_, engines.is_sqlite)
+        plan = await _plan(engines.async_, rights)
     finally:
         await engines.async_.dispose()
         engines.sync.dispose()
     return {
         "query": inbox_query(), "pending_reviews": n_reviews, "decided_reviews": n_reviews, "threads": n_threads,
-        "rows_per_read": got, "reads": reads, "read_ms": {"p50": pct(times, 0.5), "p95": pct(times, 0.95), "max": max(times)},
+        "rows_per_read": got, "total_count": total,
+        "reads": reads, "read_ms": {"p50": pct(times, 0.5), "p95": pct(times, 0.95), "max": max(times)},
         "seed_s": round(seed_s, 1), "plan": plan,
     }
 

@@ -121,9 +121,13 @@ def fresh_postgres() -> Iterator[str]:
         yield url
 
 
-def start_app(data_dir: Path, *, workers: int, wps: float, database_url: str = "", redis_url: str = ""):
+def start_app(
+    data_dir: Path, *, workers: int, wps: float, database_url: str = "", redis_url: str = "",
+    extra_env: dict[str, str] | None = None,
+):
     """The app in prod mode (``AppServer``) with ``workers`` gunicorn workers, the demo model at ``wps``
-    words/s and the model trace hook; returns the started ``AppServer``.
+    words/s and the model trace hook (``extra_env``: more environment, e.g. ``HITL_POLICY``); returns
+    the started ``AppServer``.
 
     Raises RuntimeError (with the log's tail) when it does not come up.
     """
@@ -138,6 +142,7 @@ def start_app(data_dir: Path, *, workers: int, wps: float, database_url: str = "
         **RUN_LIMITS,
         "PYTHONPATH": os.pathsep.join([str(INJECT), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
     }
+    env.update(extra_env or {})
     if database_url:
         env["DATABASE_URL"] = database_url
     if redis_url:

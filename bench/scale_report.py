@@ -99,6 +99,24 @@ def _inbox(key: str, r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
     ]
 
 
+def _inbox_page(key: str, r: dict[str, Any]) -> list[tuple[str, str, str, str, str]]:
+    o, a = r["interactive"], r["arrival"]
+    om, am = o["ms"], a["ms"]
+    where = f"page on worker {a['page_worker']}, raised on {a['raised_on']}"
+    return [
+        (key, f"/reviews in Chromium, {r['pending_reviews']:,} pending over {r['threads']:,} threads, {r['workers']} workers: "
+              f"navigation -> first page + count ms p50 | p95 (n={om['n']})",
+         f"{_f(om['p50'], 1)} | {_f(om['p95'], 1)}", "<= 1000", _met(om["p95"] is not None and om["p95"] <= 1000)),
+        (key, "items on the first page; count shown", f"{o['items']}; {o['total_text'][:40]}", "", "-"),
+        (key, "floor: the same page with nothing waiting ms p50 | p95",
+         f"{_f(r['empty_page']['ms']['p50'], 1)} | {_f(r['empty_page']['ms']['p95'], 1)}", "", "-"),
+        (key, f"interrupt on another worker -> item in the open inbox ms p50 | p95 (n={am['n']})",
+         f"{_f(am['p50'], 1)} | {_f(am['p95'], 1)}", "p95 <= 200", _met(am["p95"] is not None and am["p95"] <= 200)),
+        (key, "workers; items never shown (of them: no card in the raising tab)",
+         f"{where}; {a['missing']} ({a.get('not_raised', 0)})", "0", _met(a["missing"] == 0)),
+    ]
+
+
 def render(results: dict[str, Any]) -> str:
     """The table (plain text) of a ``python -m bench scale`` result."""
     lines: list[tuple[str, str, str, str, str, str]] = []
@@ -114,6 +132,8 @@ def render(results: dict[str, Any]) -> str:
             got = _idle(r, results.get("workers", 3))
         elif key.startswith("submits_"):
             got = _submits(key, r)
+        elif key == "inbox_page":
+            got = _inbox_page(key, r)
         elif key.startswith("inbox_"):
             got = _inbox(key, r)
         else:

@@ -86,6 +86,7 @@ def create_schema(engines: Engines) -> None:
                 with engines.sync.begin() as conn:
                     SQLModel.metadata.create_all(conn, tables=tables)
                     add_missing_columns(conn, tables)
+                    add_missing_indexes(conn, tables)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
         return
@@ -93,6 +94,7 @@ def create_schema(engines: Engines) -> None:
         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": SCHEMA_LOCK_KEY})
         SQLModel.metadata.create_all(conn, tables=tables)
         add_missing_columns(conn, tables)
+        add_missing_indexes(conn, tables)
 
 
 def add_missing_columns(conn: Connection, tables: list[Table]) -> list[str]:
@@ -117,4 +119,20 @@ def add_missing_columns(conn: Connection, tables: list[Table]) -> list[str]:
             kind = column.type.compile(dialect=conn.dialect)
             conn.execute(text(f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {kind}'))
             added.append(f"{table.name}.{column.name}")
+    return added
+
+
+def add_missing_indexes(conn: Connection, tables: list[Table]) -> list[str]:
+    """Create the indexes a newer version declares on tables an older version created
+    (``create_all`` skips an existing table whole, its indexes too). Returns the names created."""
+    inspector = inspect(conn)
+    added: list[str] = []
+    for table in tables:
+        if not inspector.has_table(table.name):
+            continue
+        present = {i["name"] for i in inspector.get_indexes(table.name)}
+        for index in sorted(table.indexes, key=lambda i: str(i.name)):
+            if index.name not in present:
+                index.create(conn)
+                added.append(str(index.name))
     return added

@@ -8,8 +8,10 @@ see ``record_review_requested``), the decisions drafted so far from ``decision_d
 may decide from the policy's review rights (``hitl_app.review.waiting.waits_for``), widened to
 the escalation role of a review whose deadline escalated it (its ``review_expiries`` row,
 ``hitl_app.review.rights.rights_in_force``). The rights
-depend on each card's arguments and drafts, so the last step is done here in Python, over at most
-``scan`` pending reviews (oldest first). A row an older version wrote without ``cards`` shows no
+depend on each card's arguments and drafts, so the last step is done here in Python. The inbox is
+read in pages (``inbox_page``): SQL keeps the reviews that may wait for the person
+(``hitl_app.store.inbox_query``), oldest first along a partial index, and the Python check runs on
+one page's reviews at a time, never on all of them. A row an older version wrote without ``cards`` shows no
 card until its thread is opened once (``record_review_requested`` fills them in).
 """
 
@@ -20,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import and_, false, func, true
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -31,6 +34,7 @@ from hitl_app.review.rights import (
     rights_in_force,
 )
 from hitl_app.review.waiting import approvals_left, waits_for
+from hitl_app.store import inbox_query
 from hitl_app.store.accounts import Account
 from hitl_app.store.desk_tables import ReviewExpiry
 from hitl_app.store.tables import (
@@ -114,30 +118,119 @@ async def pending_cards(
     stmt = (
         select(ReviewRequestRecord, ThreadRecord)
         .join(ThreadRecord, col(ThreadRecord.thread_id) == col(ReviewRequestRecord.thread_id))
-        .where(col(ReviewRequestRecord.decided).is_(False), col(ThreadRecord.pending_review).is_(True))
+        .where(col(ReviewRequestRecord.decided) == false(), col(ThreadRecord.pending_review) == true())
         .order_by(col(ReviewRequestRecord.requested_at), col(ReviewRequestRecord.interrupt_id))
         .limit(scan)
     )
     if requested_before is not None:
         stmt = stmt.where(col(ReviewRequestRecord.requested_at) < requested_before)
     rows = list((await session.exec(stmt)).all())
+    by_review = await _pending(session, rights, rows)
+    return [card for request, _ in rows for card in by_review.get(request.interrupt_id, [])]
+
+
+async def _pending(
+    session: AsyncSession, rights: Mapping[str, ToolRights], rows: Sequence[tuple[ReviewRequestRecord, ThreadRecord]]
+) -> dict[str, list[PendingCard]]:
+    """Interrupt id -> the open cards of that review (with drafts and the asker's name), in card order."""
     if not rows:
-        return []
+        return {}
     drafted = await _drafts(session, [r.interrupt_id for r, _ in rows])
     escalated = await _escalations(session, [r.interrupt_id for r, _ in rows])
     names = await _names(session, [t.owner or "" for _, t in rows])
-    out: list[PendingCard] = []
+    out: dict[str, list[PendingCard]] = {}
     for request, thread in rows:
         owner = thread.owner or ""
+        cards = out.setdefault(request.interrupt_id, [])
         for index, raw in enumerate(request.cards or []):
             card = _card(raw, owner, rights, drafted.get((request.interrupt_id, index), []),
                          escalated.get(request.interrupt_id))
-            out.append(PendingCard(
+            cards.append(PendingCard(
                 thread_id=thread.thread_id, thread_title=thread.title, interrupt_id=request.interrupt_id,
                 action_index=index, card=card, owner_id=owner,
                 asked_by=names.get(owner, NO_ACCOUNT), requested_at=request.requested_at,
             ))
     return out
+
+
+@dataclass(frozen=True)
+class InboxPage:
+    """One page of the cards waiting for a person.
+
+    Attributes:
+        items: the cards, in page order (whole reviews: a page may run a few cards past its limit).
+        total: cards waiting for them in all pages. Exact when this read began at the start and
+            reached the end; otherwise an upper bound from SQL (``hitl_app.store.inbox_query``),
+            less the cards this read found not waiting: it is exact unless a review has cards
+            already completed by others, or a conditional rule narrows who is asked by arguments.
+        next_after: the cursor for the next page (``""``: no more).
+    """
+
+    items: list[InboxItem]
+    total: int
+    next_after: str
+
+
+PAGE_SIZE = 50
+"""Cards per inbox page (the /reviews page and its "Load more")."""
+
+
+async def inbox_page(
+    *,
+    session: AsyncSession,
+    person: Person,
+    rights: Mapping[str, ToolRights],
+    after: str = "",
+    limit: int = PAGE_SIZE,
+    newest_first: bool = False,
+    thread_id: str | None = None,
+    count: bool = True,
+    now: datetime | None = None,
+) -> InboxPage:
+    """The cards waiting for ``person``, one page: oldest review first (``newest_first``: newest
+    first), from after the cursor ``after`` (``""``: the start), about ``limit`` cards.
+
+    SQL keeps only pending reviews that may wait for them (their role, email or ownership, their
+    own decisions; see ``hitl_app.store.inbox_query``) and reads them in batches along the partial
+    index; each card is then checked in Python (``waits_for``, the authority) and batches are read
+    until the page is full or nothing is left. ``thread_id`` keeps one thread only. ``count=False``
+    skips the count query (``total`` is then the cards on this page when more follow). ``now``
+    (aware UTC, default now) gives the waits.
+
+    Raises:
+        ValueError: ``after`` is not a cursor this function returned.
+    """
+    now = now or utcnow()
+    me = str(person.account_id)
+    escalated = list((await session.exec(inbox_query.escalated_for(person))).all())
+    where = inbox_query.may_wait_for(person, rights, escalated)
+    if thread_id is not None:
+        where = and_(where, col(ReviewRequestRecord.thread_id) == thread_id)
+    batch = max(limit, 10)
+    cursor, dropped = after, 0
+    items: list[InboxItem] = []
+    while len(items) < limit:
+        rows = await _candidates(session, where, me, cursor, batch, newest_first)
+        if not rows:
+            cursor = ""
+            break
+        pending = await _pending(session, rights, [(r, t) for r, t, _ in rows])
+        used = 0
+        for request, _thread, mine in rows:
+            kept = [_item(p, now) for p in pending.get(request.interrupt_id, []) if waits_for(p.card, person)]
+            items += kept
+            dropped += max(0, request.action_count - mine - len(kept))
+            cursor, used = inbox_query.cursor_of(request.requested_at, request.interrupt_id), used + 1
+            if len(items) >= limit:
+                break
+        if len(rows) < batch and used == len(rows):  # the last candidate is on this page
+            cursor = ""
+            break
+    if (not after and not cursor) or not count:
+        total = len(items)
+    else:
+        total = max(len(items), await _count(session, where, me) - dropped)
+    return InboxPage(items=items, total=total, next_after=cursor)
 
 
 async def pending_reviews(
@@ -148,26 +241,51 @@ async def pending_reviews(
     now: datetime | None = None,
     limit: int = 100,
 ) -> list[InboxItem]:
-    """The cards waiting for ``person`` across every thread, oldest review first (at most ``limit``).
+    """The cards waiting for ``person`` across every thread, oldest review first (about ``limit``:
+    whole reviews, see ``inbox_page``, whose first page this is).
 
     A card waits for them when the policy asks them, it is open, they may decide it and have not
     yet (``hitl_app.review.waiting.waits_for``). ``now`` (aware UTC, default now) gives the waits.
     """
-    now = now or utcnow()
-    items = []
-    for pending in await pending_cards(session=session, rights=rights):
-        if not waits_for(pending.card, person):
-            continue
-        rule = pending.card.rule
-        items.append(InboxItem(
-            pending=pending,
-            waited_seconds=max(0.0, (now - pending.requested_at).total_seconds()),
-            approvals_left=approvals_left(pending.card),
-            approvals_needed=rule.approvals,
-        ))
-        if len(items) >= limit:
-            break
-    return items
+    page = await inbox_page(session=session, person=person, rights=rights, limit=limit, now=now)
+    return page.items
+
+
+def _item(pending: PendingCard, now: datetime) -> InboxItem:
+    return InboxItem(
+        pending=pending,
+        waited_seconds=max(0.0, (now - pending.requested_at).total_seconds()),
+        approvals_left=approvals_left(pending.card),
+        approvals_needed=pending.card.rule.approvals,
+    )
+
+
+async def _candidates(
+    session: AsyncSession, where: Any, me: str, after: str, batch: int, newest_first: bool
+) -> list[tuple[ReviewRequestRecord, ThreadRecord, int]]:
+    """The next ``batch`` candidate reviews after ``after``, with how many cards the person decided."""
+    r_at, r_id = col(ReviewRequestRecord.requested_at), col(ReviewRequestRecord.interrupt_id)
+    order = (r_at.desc(), r_id.desc()) if newest_first else (r_at, r_id)
+    stmt = (
+        select(ReviewRequestRecord, ThreadRecord, inbox_query.my_decided_cards(me).label("mine"))
+        .join(ThreadRecord, col(ThreadRecord.thread_id) == col(ReviewRequestRecord.thread_id))
+        .where(where, inbox_query.after_cursor(after, newest_first=newest_first))
+        .order_by(*order)
+        .limit(batch)
+    )
+    return [(r, t, int(m or 0)) for r, t, m in (await session.exec(stmt)).all()]
+
+
+async def _count(session: AsyncSession, where: Any, me: str) -> int:
+    """Cards of the candidate reviews the person has not decided yet (SQL's upper bound)."""
+    left = col(ReviewRequestRecord.action_count) - inbox_query.my_decided_cards(me)
+    stmt = (
+        select(func.coalesce(func.sum(left), 0))
+        .select_from(ReviewRequestRecord)
+        .join(ThreadRecord, col(ThreadRecord.thread_id) == col(ReviewRequestRecord.thread_id))
+        .where(where)
+    )
+    return int((await session.exec(stmt)).one() or 0)
 
 
 def _card(

@@ -22,7 +22,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, DateTime, Table, UniqueConstraint
+from sqlalchemy import JSON, Column, DateTime, Index, Table, UniqueConstraint, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
@@ -74,6 +74,12 @@ class ReviewRequestRecord(SQLModel, table=True):
     """One row per interrupt a reviewer was shown (written once, however often the node re-ran)."""
 
     __tablename__ = "review_requests"
+    __table_args__ = (
+        # the inbox's pages and count scan the undecided reviews oldest first (hitl_app.store.inbox_query);
+        # decided history stays out of it. create_schema adds it to databases made before it.
+        Index("ix_review_requests_open", "requested_at", "interrupt_id",
+              sqlite_where=text("decided = 0"), postgresql_where=text("decided = false")),
+    )
 
     interrupt_id: str = Field(primary_key=True, max_length=64)
     thread_id: str = Field(index=True, max_length=64)

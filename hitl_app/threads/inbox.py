@@ -26,7 +26,7 @@ from hitl_app.store import inbox as inbox_store
 from hitl_app.store import reminders
 from hitl_app.store.accounts import Account
 from hitl_app.store.db import Engines
-from hitl_app.store.inbox import InboxItem, PendingCard
+from hitl_app.store.inbox import InboxItem, InboxPage, PendingCard
 from hitl_app.store.tables import utcnow
 from hitl_app.threads.mailer import SmtpConfig, build_message, one_line, send_mail
 from hitl_app.threads.review_signal import ReviewSignal
@@ -52,6 +52,18 @@ class ReviewInbox:
         """The cards waiting for ``person``, oldest review first (see ``store.inbox.pending_reviews``)."""
         async with self._session() as session:
             return await inbox_store.pending_reviews(session=session, person=person, rights=self.rights, limit=limit)
+
+    async def page_for(
+        self, person: Person, *, after: str = "", limit: int = inbox_store.PAGE_SIZE, newest_first: bool = False,
+        thread_id: str | None = None, count: bool = True,
+    ) -> InboxPage:
+        """One page of the cards waiting for ``person`` (see ``store.inbox.inbox_page``; raises
+        ValueError for a cursor it did not make)."""
+        async with self._session() as session:
+            return await inbox_store.inbox_page(
+                session=session, person=person, rights=self.rights, after=after, limit=limit,
+                newest_first=newest_first, thread_id=thread_id, count=count,
+            )
 
     async def note_opened(self, interrupt_id: str, person: Person) -> None:
         """``person`` opened the thread while review ``interrupt_id`` waited: no reminder for it.

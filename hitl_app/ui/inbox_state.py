@@ -22,7 +22,7 @@ from reflex.event import EventSpec
 
 from hitl_app.auth.http import session_token_from_cookie_header
 from hitl_app.runtime import get_inbox
-from hitl_app.store.inbox import InboxItem
+from hitl_app.store.inbox import PAGE_SIZE, InboxItem
 from hitl_app.ui.rows import thread_id_of
 from hitl_app.ui.state.live import TabWatchers
 from hitl_app.ui.state.review import ReviewState
@@ -94,22 +94,49 @@ def row_of(item: InboxItem) -> InboxRow:
     )
 
 
-def inbox_script(rows: list[InboxRow]) -> EventSpec:
+@dataclass
+class InboxRead:
+    """One read of a person's inbox for the page.
+
+    Attributes:
+        rows: the shown pages, oldest first (``pages`` x ``PAGE_SIZE`` cards, about).
+        total: cards waiting in all (see ``store.inbox.InboxPage.total``).
+        next_after: the cursor of "Load more" (``""``: everything is shown).
+        newest: the newest waiting cards when not all are shown (for notifications of new ones).
+    """
+
+    rows: list[InboxRow]
+    total: int
+    next_after: str
+    newest: list[InboxRow]
+
+
+NEWEST = 5
+"""Newest cards handed to the page for notifications when the shown pages do not reach them."""
+
+
+def inbox_script(read: InboxRead) -> EventSpec:
     """The page call with this read: count (title) and the cards (notifications for new ones)."""
-    cards = [{"key": r.key, "thread_id": r.thread_id, "tool": r.tool, "asked_by": r.asked_by, "args": r.args_text} for r in rows]
-    return rx.call_script(f"hitlInbox({json.dumps({'count': len(rows), 'cards': cards}, ensure_ascii=False)})")
+    shown = {r.key for r in read.rows}
+    cards = [{"key": r.key, "thread_id": r.thread_id, "tool": r.tool, "asked_by": r.asked_by, "args": r.args_text}
+             for r in [*read.rows, *(n for n in read.newest if n.key not in shown)]]
+    return rx.call_script(f"hitlInbox({json.dumps({'count': read.total, 'cards': cards}, ensure_ascii=False)})")
 
 
-async def rows_for(who: Any, open_thread: str) -> list[InboxRow]:
-    """The inbox rows of ``who`` (a Principal), read now; a card of ``open_thread`` (the thread on
-    screen, "" for none) is noted as opened, so no reminder mail goes out for it."""
+async def rows_for(who: Any, open_thread: str, pages: int = 1) -> InboxRead:
+    """The inbox of ``who`` (a Principal), read now: the first ``pages`` pages, the total and,
+    when there is more, the newest cards. A card of ``open_thread`` (the thread on screen, "" for
+    none) is noted as opened, so no reminder mail goes out for it."""
     inbox = get_inbox()
-    items = await inbox.items_for(who)
-    for item in items:
-        if open_thread and item.pending.thread_id == open_thread:
-            await inbox.note_opened(item.pending.interrupt_id, who)
-            break
-    return [row_of(i) for i in items]
+    page = await inbox.page_for(who, limit=max(1, pages) * PAGE_SIZE)
+    newest = [] if not page.next_after else (await inbox.page_for(who, newest_first=True, limit=NEWEST, count=False)).items
+    if open_thread:
+        here = [i for i in page.items if i.pending.thread_id == open_thread]
+        if not here and page.next_after:
+            here = (await inbox.page_for(who, thread_id=open_thread, limit=1, count=False)).items
+        if here:
+            await inbox.note_opened(here[0].pending.interrupt_id, who)
+    return InboxRead([row_of(i) for i in page.items], page.total, page.next_after, [row_of(i) for i in newest])
 
 
 INBOX_WATCHERS = TabWatchers()
@@ -134,30 +161,57 @@ class InboxState(SessionState):
     ``unsupported``, as the page reported it)."""
 
     rows: list[InboxRow] = []
+    total: int = 0
+    next_after: str = ""
+    pages: int = 1
+    loading_more: bool = False
     loaded: bool = False
     notify: str = ""
     _watch_id: str = ""
 
     @rx.var
     def count(self) -> int:
-        """How many cards wait (the sidebar badge and the tab title)."""
-        return len(self.rows)
+        """How many cards wait in all (the sidebar badge, the tab title, the page's count)."""
+        return self.total
 
     async def _read(self) -> list[Any] | None:
         """Re-read the inbox for the signed-in person; None when signed out (the rows empty).
         Private: call inside the state lock (the watcher uses ``rows_for`` outside it, then ``_show``)."""
         who = await self.require_principal()
-        return self._show(None if who is None else await rows_for(who, thread_id_of(self.router.url.path)))
+        return self._show(None if who is None else await rows_for(who, thread_id_of(self.router.url.path), self.pages))
 
-    def _show(self, rows: list[InboxRow] | None) -> list[Any] | None:
+    def _show(self, read: InboxRead | None) -> list[Any] | None:
         """Put a read on the page (None: signed out, the rows empty); returns the page call."""
-        if rows is None:
-            self.rows, self.loaded = [], False
+        if read is None:
+            self.rows, self.total, self.next_after, self.pages, self.loaded = [], 0, "", 1, False
             return None
-        if rows != self.rows:
-            self.rows = rows
-        self.loaded = True
-        return [inbox_script(rows)]
+        if read.rows != self.rows:
+            self.rows = read.rows
+        self.total, self.next_after, self.loaded = read.total, read.next_after, True
+        return [inbox_script(read)]
+
+    @rx.event
+    async def load_more(self):
+        """"Load more": the next page after the shown ones, appended (the watcher then re-reads
+        this many pages)."""
+        if not self.next_after or self.loading_more:
+            return None
+        who = await self.require_principal()
+        if who is None:
+            return sign_in_redirect()
+        self.loading_more = True
+        try:
+            page = await get_inbox().page_for(who, after=self.next_after)
+        except ValueError:  # a cursor from another version: start again
+            self.pages = 1
+            return await self._read()
+        finally:
+            self.loading_more = False
+        shown = {r.key for r in self.rows}
+        self.rows = [*self.rows, *(r for i in page.items if (r := row_of(i)).key not in shown)]
+        self.next_after, self.pages = page.next_after, self.pages + 1
+        self.total = max(page.total, len(self.rows))
+        return None
 
     @rx.event
     async def refresh(self):
@@ -188,12 +242,15 @@ class InboxState(SessionState):
         """Re-read the inbox whenever the review signal says something changed (any worker), or
         every ``REFRESH_S``; on a thread page an announcement also re-reads the shown cards
         (``ReviewState.reread``). Ends when the tab is gone, signed out, or a newer watcher took over."""
-        token = self.router.session.client_token
-        path_is_thread = str(self.router.url.path).startswith("/thread/")
+        # fixed for this watcher's life: the socket's cookie and the page (a navigation runs
+        # refresh, which starts a new watcher); the pages shown are re-read at each show
+        token, path = self.router.session.client_token, str(self.router.url.path)
+        session = session_token_from_cookie_header(self.router.headers.cookie)
+        path_is_thread = path.startswith("/thread/")
         me = INBOX_WATCHERS.enter(token)
         try:
             async with self:
-                self._watch_id = me.watch_id
+                self._watch_id, pages = me.watch_id, self.pages
             signal = get_inbox().signal
             version = await signal.version()
             while True:
@@ -201,16 +258,18 @@ class InboxState(SessionState):
                 if not INBOX_WATCHERS.is_current(me) or not await tab_connected(token):
                     return
                 version = await signal.version()  # before the read: a later change wakes us again
-                async with self:  # only to look: the database is read outside the tab's lock
-                    if self._watch_id != me.watch_id:
-                        return
-                    session, path = session_token_from_cookie_header(self.router.headers.cookie), self.router.url.path
-                who = await session_principal(session)
-                rows = None if who is None else await rows_for(who, thread_id_of(path))
-                async with self:
-                    if self._watch_id != me.watch_id:
-                        return
-                    events = self._show(rows)
+                # the database is read outside the tab's lock, and without taking it first (one
+                # lock per announcement): a watcher another worker's newer one retired finds out
+                # below, before it shows anything
+                stale = True
+                while stale:  # again when "Load more" added a page during the read
+                    who = await session_principal(session)
+                    read = None if who is None else await rows_for(who, thread_id_of(path), pages)
+                    async with self:
+                        if self._watch_id != me.watch_id:
+                            return
+                        stale, pages = read is not None and self.pages != pages, self.pages
+                        events = None if stale else self._show(read)
                 if events is None:
                     yield sign_in_redirect()
                     return

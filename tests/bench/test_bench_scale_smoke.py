@@ -17,22 +17,29 @@ ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.e2e
 
-ROWS = ("sessions_2", "idle", "submits_postgres", "submits_sqlite", "inbox_postgres", "inbox_sqlite")
+SERVER_ROWS = ("sessions_2", "idle", "submits_postgres", "submits_sqlite")
+INBOX_ROWS = ("inbox_postgres", "inbox_sqlite", "inbox_page")
 
 
-def test_bench_scale_smoke_produces_every_row(tmp_path: Path):
+def smoke(tmp_path: Path, rows: str, expected: tuple[str, ...]) -> dict:
+    """Run ``python -m bench scale --smoke --rows <rows>``; every expected row has figures and a line."""
     out = tmp_path / "scale.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench", "scale", "--smoke", "--out", str(out)],
+        [sys.executable, "-m", "bench", "scale", "--smoke", "--rows", rows, "--out", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert proc.returncode == 0, f"bench scale --smoke failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     results = json.loads(out.read_text())
-    for row in ROWS:
+    for row in expected:
         assert row in results, f"row {row} missing from the JSON"
         assert "error" not in results[row], f"row {row} failed: {results[row]['error']}"
         assert row in proc.stdout, f"row {row} missing from the printed table"
         assert results[row]["load_before"], f"row {row} has no load average"
+    return results
+
+
+def test_bench_scale_smoke_produces_every_server_row(tmp_path: Path):
+    results = smoke(tmp_path, "sessions,idle,submits", SERVER_ROWS)
     sessions = results["sessions_2"]
     assert sessions["errors"] == 0, sessions["error_samples"]
     assert sessions["tokens_delivered"] == 2 * sessions["n_words"], "a streamed reply did not arrive whole"
@@ -40,6 +47,16 @@ def test_bench_scale_smoke_produces_every_row(tmp_path: Path):
     assert results["idle"]["alive_after_window"] == results["idle"]["tabs"], results["idle"]["error_samples"]
     for row in ("submits_postgres", "submits_sqlite"):
         assert results[row]["exactly_once"], f"{row}: {results[row]['mails']} mails, {results[row]['audit_rows']} audit rows"
+
+
+def test_bench_scale_smoke_produces_the_inbox_rows(tmp_path: Path):
+    results = smoke(tmp_path, "inbox,inbox_page", INBOX_ROWS)
     for row in ("inbox_postgres", "inbox_sqlite"):
-        got = results[row]["rows_per_read"]
-        assert got == 100, f"{row}: the reviewer's inbox returned {got} reviews, not its first page of 100"
+        got = (results[row]["rows_per_read"], results[row]["total_count"])
+        assert got == (50, 200), f"{row}: the reviewer's first page and count were {got}, not 50 of 200"
+    page = results["inbox_page"]
+    opened, arrived = page["interactive"], page["arrival"]
+    assert opened["ms"]["n"] == 2 and opened["items"] == 50, opened
+    assert opened["total_text"].startswith("200 waiting"), opened["total_text"]
+    assert (arrived["ms"]["n"], arrived["missing"]) == (3, 0), arrived
+    assert page["workers"] == 3

@@ -149,3 +149,46 @@ def _shots(browser: Browser, server: AppServer, reviewer: Page) -> None:
     phone.wait_for_timeout(600)  # the drawer's opening animation
     shutil.copy(shoot(phone, "inbox-phone-menu"), SHOTS / "inbox-phone-menu.png")
     close(phone)
+
+
+def test_a_long_inbox_shows_its_count_and_pages_with_load_more(browser, team_server):
+    """60 payments waiting (written straight into the app's tables, as the scale bench does): the
+    first page shows the oldest 50 and the count of all 60, "Load more" brings the rest."""
+    import asyncio
+    import sqlite3
+    from concurrent.futures import ThreadPoolExecutor
+
+    from bench.scale_inbox import seed
+    from hitl_app.store.db import make_engines
+
+    async def write() -> None:
+        engines = make_engines(f"sqlite:///{team_server.data_dir / 'hitl.sqlite'}")
+        try:
+            await seed(engines.async_, 60, 10)
+        finally:
+            await engines.async_.dispose()
+            engines.sync.dispose()
+
+    with ThreadPoolExecutor(1) as pool:  # Playwright holds this thread's event loop
+        pool.submit(asyncio.run, write()).result()
+    page = new_page(browser, grant=False)
+    try:
+        sign_in_browser(page, team_server, role="reviewer", name="Paige")
+        page.goto(team_server.url + "/reviews")
+        expect(page.get_by_test_id("inbox-item")).to_have_count(50)
+        expect(page.get_by_test_id("inbox-total")).to_have_text("60 waiting · showing the oldest 50")
+        expect(page.get_by_test_id("inbox-count")).to_have_text("60")
+        expect(page).to_have_title(re.compile(r"^\(60\) hitl_app"))
+        page.get_by_test_id("inbox-more").scroll_into_view_if_needed()
+        (SHOTS.parent / "inbox").mkdir(parents=True, exist_ok=True)
+        shutil.copy(shoot(page, "inbox-long"), SHOTS.parent / "inbox" / "inbox-long-load-more.png")
+        page.get_by_test_id("inbox-more").click()
+        expect(page.get_by_test_id("inbox-item")).to_have_count(60)
+        expect(page.get_by_test_id("inbox-total")).to_have_text("60 waiting")
+        expect(page.get_by_test_id("inbox-more")).to_have_count(0)
+        close(page)
+    finally:  # the other tests' reviewers start with an empty inbox
+        con = sqlite3.connect(team_server.data_dir / "hitl.sqlite", timeout=10)
+        with con:
+            con.execute("UPDATE threads SET pending_review = 0 WHERE title LIKE 'Thread %' AND owner LIKE '1000%'")
+        con.close()

@@ -72,6 +72,17 @@ def _notify_control() -> rx.Component:
     )
 
 
+def _more() -> rx.Component:
+    """The next page of older-to-newer cards, appended below (50 at a time)."""
+    return rx.center(
+        rx.button(
+            "Load more", variant="soft", size="2", loading=InboxState.loading_more, on_click=InboxState.load_more,
+            data_testid="inbox-more",
+        ),
+        padding_top="4px",
+    )
+
+
 def _empty() -> rx.Component:
     return rx.center(
         rx.vstack(
@@ -114,7 +125,16 @@ def inbox_page() -> rx.Component:
         ),
         rx.cond(
             InboxState.count > 0,
-            rx.vstack(rx.foreach(InboxState.rows, _item), spacing="2", width="100%", align="stretch", data_testid="inbox-list"),
+            rx.vstack(
+                rx.text(
+                    InboxState.count.to_string(), " waiting",
+                    rx.cond(InboxState.next_after != "", rx.fragment(" · showing the oldest ", InboxState.rows.length())),
+                    size="2", color=theme.MUTED, data_testid="inbox-total",
+                ),
+                rx.foreach(InboxState.rows, _item),
+                rx.cond(InboxState.next_after != "", _more(), rx.fragment()),
+                spacing="2", width="100%", align="stretch", data_testid="inbox-list",
+            ),
             rx.cond(InboxState.loaded, _empty(), rx.center(rx.spinner(), padding="32px")),
         ),
         spacing="4",
