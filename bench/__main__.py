@@ -185,6 +185,9 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if missing else 0
 
 
+CPU_KEYS = ("main_thread_cpu_ms_per_token", "renderer_cpu_ms_per_token", "observer_ms_per_token")
+
+
 def _browser_summary(runs: list[dict[str, Any]], reviews: list[dict[str, Any]], errors: list[str]) -> dict[str, Any]:
     lags = [x for r in runs for x in r["lags_ms"]]
     return {
@@ -196,6 +199,7 @@ def _browser_summary(runs: list[dict[str, Any]], reviews: list[dict[str, Any]], 
             [r["last_emitted_to_complete_ms"] for r in runs if r["last_emitted_to_complete_ms"] is not None]
         ),
         "main_thread_ms_per_token": summary([r["main_thread_ms_per_token"] for r in runs]),
+        **{k: summary([r[k] for r in runs]) for k in CPU_KEYS},
         "script_s": summary([r["script_s"] for r in runs]),
         "longest_task_ms": summary([r["longest_task_ms"] for r in runs]),
         "long_tasks": summary([r["long_tasks"] for r in runs]),

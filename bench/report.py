@@ -107,6 +107,13 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
             "3 browser", "main-thread ms / token", mt, _g(br, "main_thread_ms_per_token", "p95"), "<= 0.5 (anchor 8)",
             None if mt is None else mt <= 0.5
         )
+        for key, label in (
+            ("main_thread_cpu_ms_per_token", "main-thread CPU ms / token (/proc; load-robust)"),
+            ("renderer_cpu_ms_per_token", "renderer process CPU ms / token (all threads)"),
+            ("observer_ms_per_token", "bench observer's own JS ms / token (inside the above)"),
+        ):
+            if _g(br, key) is not None:
+                add("3 browser", label, _g(br, key, "median"), _g(br, key, "p95"))
         add(
             "3 browser", "longest task ms; long tasks (>50 ms) per reply", _g(br, "longest_task_ms", "median"),
             _g(br, "long_tasks", "median")
