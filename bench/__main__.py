@@ -124,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
                             def sec3():
                                 runs = [bb.stream_reply(cfg["n_main"]) for _ in range(cfg["repeats"])]
                                 reviews = [bb.review_flow() for _ in range(cfg["review_repeats"])]
-                                return _browser_summary(runs, reviews, bb.errors)
+                                out = _browser_summary(runs, reviews, bb.errors)
+                                out["floor_page"] = bb.floor_page(cfg["n_main"], cfg["wps"])
+                                return out
                             _guard(results, "browser", sec3)
                         if 6 in want:
                             _guard(

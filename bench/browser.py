@@ -114,6 +114,34 @@ INIT_JS = r"""
 """
 
 
+FLOOR_HTML = r"""<!doctype html><html><body style="margin:0;font:16px sans-serif">
+<div id="box" style="height:100vh;overflow-y:auto"><div style="max-width:800px;margin:0 auto;padding:16px">
+<div data-testid="streaming-message" style="white-space:pre-wrap;overflow-wrap:anywhere"><div></div></div></div></div>
+<script>
+window.floorRun = (n, wps) => new Promise((done) => {
+  const box = document.getElementById('box');
+  const block = document.querySelector('[data-testid=streaming-message] > div');
+  const node = block.appendChild(document.createTextNode(''));
+  const words = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta', 'iota', 'kappa'];
+  let k = 0, frame = 0, current = node, len = 0;
+  const t0 = performance.now();
+  const step = () => {
+    if (len > 1536) {  // settled blocks, as assets/js/live.js does
+      const d = block.parentNode.appendChild(document.createElement('div'));
+      current = d.appendChild(document.createTextNode('')); len = 0;
+    }
+    const w = (k ? ' ' : '') + words[k % words.length];
+    current.appendData(w); len += w.length; k += 1;
+    if (!frame) frame = requestAnimationFrame(() => { frame = 0; box.scrollTop = box.scrollHeight; });
+    if (k >= n) { setTimeout(done, 100); return; }
+    setTimeout(step, Math.max(0, t0 + k * 1000 / wps - performance.now()));
+  };
+  step();
+});
+</script></body></html>"""
+"""Section 3's browser floor page (``BrowserBench.floor_page``)."""
+
+
 def _metrics(cdp) -> dict[str, float]:
     return {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
 
@@ -244,6 +272,36 @@ class BrowserBench:
             "observer_ms_per_token": b["observerMs"] / n_words,
             "longest_task_ms": max((lt["dur"] for lt in in_window), default=0.0),
             "long_tasks": len(in_window),
+        }
+
+    def floor_page(self, n_words: int, wps: float) -> dict[str, Any]:
+        """The browser's own floor for section 3: a blank page (no app, no websocket) that shows one more
+        word every ``1 / wps`` s, as the app's page does: appended (``appendData``) to a pre-wrap text
+        block in a scroll box kept at its end once per animation frame, under the same bench observer.
+        Returns the same main-thread / CPU figures per token as ``stream_reply``."""
+        context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        context.add_init_script(INIT_JS)
+        page = context.new_page()
+        page.set_default_timeout(n_words * 200 + 60_000)
+        try:
+            page.set_content(FLOOR_HTML)
+            cdp = context.new_cdp_session(page)
+            cdp.send("Performance.enable")
+            page.wait_for_timeout(300)
+            before, cpu_before = _metrics(cdp), _renderers_cpu(self._browser_cdp)
+            page.evaluate("([n, wps]) => window.floorRun(n, wps)", [n_words, wps])
+            after, cpu_after = _metrics(cdp), _renderers_cpu(self._browser_cdp)
+            observer_ms = page.evaluate("() => window.__bench.observerMs")
+            seen = page.evaluate("() => window.__bench.words.length")
+        finally:
+            context.close()
+        process_cpu_s, main_cpu_s = _page_cpu(cpu_before, cpu_after)
+        return {
+            "words_seen": seen,
+            "main_thread_ms_per_token": (after["TaskDuration"] - before["TaskDuration"]) * 1000 / n_words,
+            "main_thread_cpu_ms_per_token": main_cpu_s * 1000 / n_words,
+            "renderer_cpu_ms_per_token": process_cpu_s * 1000 / n_words,
+            "observer_ms_per_token": observer_ms / n_words,
         }
 
     def review_flow(self) -> dict[str, Any]:
