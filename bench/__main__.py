@@ -124,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
                             def sec3():
                                 runs = [bb.stream_reply(cfg["n_main"]) for _ in range(cfg["repeats"])]
                                 reviews = [bb.review_flow() for _ in range(cfg["review_repeats"])]
-                                return _browser_summary(runs, reviews, bb.errors)
+                                out = _browser_summary(runs, reviews, bb.errors)
+                                out["floor_page"] = bb.floor_page(cfg["n_main"], cfg["wps"])
+                                return out
                             _guard(results, "browser", sec3)
                         if 6 in want:
                             _guard(
@@ -185,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if missing else 0
 
 
+CPU_KEYS = ("main_thread_cpu_ms_per_token", "renderer_cpu_ms_per_token", "observer_ms_per_token")
+
+
 def _browser_summary(runs: list[dict[str, Any]], reviews: list[dict[str, Any]], errors: list[str]) -> dict[str, Any]:
     lags = [x for r in runs for x in r["lags_ms"]]
     return {
@@ -196,6 +201,7 @@ def _browser_summary(runs: list[dict[str, Any]], reviews: list[dict[str, Any]], 
             [r["last_emitted_to_complete_ms"] for r in runs if r["last_emitted_to_complete_ms"] is not None]
         ),
         "main_thread_ms_per_token": summary([r["main_thread_ms_per_token"] for r in runs]),
+        **{k: summary([r[k] for r in runs]) for k in CPU_KEYS},
         "script_s": summary([r["script_s"] for r in runs]),
         "longest_task_ms": summary([r["longest_task_ms"] for r in runs]),
         "long_tasks": summary([r["long_tasks"] for r in runs]),

@@ -14,7 +14,13 @@ performance.now()``, the server's model trace uses ``time.time()``; same machine
   trace written in the server (bench/_inject/sitecustomize.py). "Page shows the whole reply" =
   first time N words are in the streaming bubble or the committed message has appeared.
 * Main-thread time: CDP ``Performance.getMetrics`` TaskDuration (and ScriptDuration) difference
-  between just before Send and the end of the reply, divided by the tokens. Long tasks: a
+  between just before Send and the end of the reply, divided by the tokens. TaskDuration is wall
+  time of the main thread's tasks, so it also counts time the thread waits (for the CPU on a loaded
+  machine, for the compositor thread at commit); beside it the bench reports CPU time over the same
+  window, which load inflates far less: the renderer's main thread (``/proc/<pid>/task/<pid>/stat``,
+  the renderer's pid from CDP ``SystemInfo.getProcessInfo``) and the whole renderer process (all its
+  threads: compositor, raster). The observer's own time (its callback, timed with
+  ``performance.now()``) is reported too; it is inside all of these figures. Long tasks: a
   ``PerformanceObserver`` of type ``longtask`` (entries are tasks over 50 ms).
 * Interrupt to card = the card's DOM time - the model's last chunk (the tool call) in the trace.
   Submit to first resumed token = first word of the resumed reply - the click on Approve all.
@@ -22,6 +28,7 @@ performance.now()``, the server's model trace uses ``time.time()``; same machine
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 from pathlib import Path
@@ -34,6 +41,7 @@ INIT_JS = r"""
   const now = () => performance.timeOrigin + performance.now();
   const B = (window.__bench = {
     words: [], cardAt: null, finalAt: null, clicks: {}, longtasks: [], assistants0: 0, msgsAt: null, msgTarget: -1,
+    observerMs: 0,
   });
   try {
     new PerformanceObserver((list) => {
@@ -45,7 +53,7 @@ INIT_JS = r"""
     if (el) B.clicks[el.dataset.testid] = now();
   }, true);
   B.reset = () => {
-    B.words = []; B.cardAt = null; B.finalAt = null;
+    B.words = []; B.cardAt = null; B.finalAt = null; B.observerMs = 0;
     B.assistants0 = document.querySelectorAll("[data-testid=message][data-role=assistant]").length;
   };
   // Word count of the streaming bubble, kept incrementally: a batch of mutations that only adds
@@ -74,6 +82,9 @@ INIT_JS = r"""
   };
   const scan = (records) => {
     const t = now();
+    try { step(records, t); } finally { B.observerMs += now() - t; }
+  };
+  const step = (records, t) => {
     const elementAdded = records.some((r) => !textOnly(r));
     let s = W.el && W.el.isConnected ? W.el : null;
     if (!s || elementAdded) s = document.querySelector("[data-testid=streaming-message]");
@@ -103,8 +114,61 @@ INIT_JS = r"""
 """
 
 
+FLOOR_HTML = r"""<!doctype html><html><body style="margin:0;font:16px sans-serif">
+<div id="box" style="height:100vh;overflow-y:auto"><div style="max-width:800px;margin:0 auto;padding:16px">
+<div data-testid="streaming-message" style="white-space:pre-wrap;overflow-wrap:anywhere"><div></div></div></div></div>
+<script>
+window.floorRun = (n, wps) => new Promise((done) => {
+  const box = document.getElementById('box');
+  const block = document.querySelector('[data-testid=streaming-message] > div');
+  const node = block.appendChild(document.createTextNode(''));
+  const words = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta', 'iota', 'kappa'];
+  let k = 0, frame = 0, current = node, len = 0;
+  const t0 = performance.now();
+  const step = () => {
+    if (len > 1536) {  // settled blocks, as assets/js/live.js does
+      const d = block.parentNode.appendChild(document.createElement('div'));
+      current = d.appendChild(document.createTextNode('')); len = 0;
+    }
+    const w = (k ? ' ' : '') + words[k % words.length];
+    current.appendData(w); len += w.length; k += 1;
+    if (!frame) frame = requestAnimationFrame(() => { frame = 0; box.scrollTop = box.scrollHeight; });
+    if (k >= n) { setTimeout(done, 100); return; }
+    setTimeout(step, Math.max(0, t0 + k * 1000 / wps - performance.now()));
+  };
+  step();
+});
+</script></body></html>"""
+"""Section 3's browser floor page (``BrowserBench.floor_page``)."""
+
+
 def _metrics(cdp) -> dict[str, float]:
     return {m["name"]: m["value"] for m in cdp.send("Performance.getMetrics")["metrics"]}
+
+
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def _renderers_cpu(browser_cdp) -> dict[int, tuple[float, float]]:
+    """CPU seconds so far of each renderer process: (whole process, per CDP ``SystemInfo.getProcessInfo``;
+    its main thread, from ``/proc/<pid>/task/<pid>/stat`` utime + stime). A renderer that is gone is left out."""
+    out = {}
+    for p in browser_cdp.send("SystemInfo.getProcessInfo")["processInfo"]:
+        if p["type"] != "renderer":
+            continue
+        try:
+            fields = Path(f"/proc/{p['id']}/task/{p['id']}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        out[p["id"]] = (p["cpuTime"], (int(fields[11]) + int(fields[12])) * _TICK_S)
+    return out
+
+
+def _page_cpu(before: dict[int, tuple[float, float]], after: dict[int, tuple[float, float]]) -> tuple[float, float]:
+    """(process, main thread) CPU seconds between two ``_renderers_cpu`` readings of the renderer that
+    used the most (the measured page's; the browser runs one page at a time)."""
+    deltas = [(a[0] - before.get(pid, (0.0, 0.0))[0], a[1] - before.get(pid, (0.0, 0.0))[1]) for pid, a in after.items()]
+    return max(deltas, default=(0.0, 0.0))
 
 
 class BrowserBench:
@@ -119,6 +183,7 @@ class BrowserBench:
         self.trace_dir = trace_dir
         self._pw = sync_playwright().start()
         self.browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        self._browser_cdp = self.browser.new_browser_cdp_session()
         self.errors: list[str] = []
 
     def close(self) -> None:
@@ -167,7 +232,7 @@ class BrowserBench:
         context, page, cdp, tid = self._page()
         try:
             page.wait_for_timeout(300)
-            before = _metrics(cdp)
+            before, cpu_before = _metrics(cdp), _renderers_cpu(self._browser_cdp)
             self._send(page, f"stream {n_words} words")
             page.wait_for_function(
                 f"() => window.__bench.words.length >= {n_words} || window.__bench.finalAt !== null",
@@ -175,10 +240,10 @@ class BrowserBench:
             )
             page.wait_for_function("() => window.__bench.finalAt !== null")
             page.wait_for_timeout(100)
-            after = _metrics(cdp)
+            after, cpu_after = _metrics(cdp), _renderers_cpu(self._browser_cdp)
             b = page.evaluate(
                 "() => ({words: window.__bench.words, finalAt: window.__bench.finalAt, clicks: window.__bench.clicks,"
-                " longtasks: window.__bench.longtasks})"
+                " longtasks: window.__bench.longtasks, observerMs: window.__bench.observerMs})"
             )
         finally:
             context.close()
@@ -190,6 +255,7 @@ class BrowserBench:
         lags = [w - e for w, e in zip(words, emitted, strict=False)]  # a lost word shortens one side
         in_window = [lt for lt in b["longtasks"] if lt["start"] >= click - 1]
         task_s = after["TaskDuration"] - before["TaskDuration"]
+        process_cpu_s, main_cpu_s = _page_cpu(cpu_before, cpu_after)
         return {
             "thread_id": tid,
             "send_to_complete_ms": complete - click,
@@ -201,8 +267,41 @@ class BrowserBench:
             "task_s": task_s,
             "script_s": after["ScriptDuration"] - before["ScriptDuration"],
             "main_thread_ms_per_token": task_s * 1000 / n_words,
+            "main_thread_cpu_ms_per_token": main_cpu_s * 1000 / n_words,
+            "renderer_cpu_ms_per_token": process_cpu_s * 1000 / n_words,
+            "observer_ms_per_token": b["observerMs"] / n_words,
             "longest_task_ms": max((lt["dur"] for lt in in_window), default=0.0),
             "long_tasks": len(in_window),
+        }
+
+    def floor_page(self, n_words: int, wps: float) -> dict[str, Any]:
+        """The browser's own floor for section 3: a blank page (no app, no websocket) that shows one more
+        word every ``1 / wps`` s, as the app's page does: appended (``appendData``) to a pre-wrap text
+        block in a scroll box kept at its end once per animation frame, under the same bench observer.
+        Returns the same main-thread / CPU figures per token as ``stream_reply``."""
+        context = self.browser.new_context(viewport={"width": 1280, "height": 900})
+        context.add_init_script(INIT_JS)
+        page = context.new_page()
+        page.set_default_timeout(n_words * 200 + 60_000)
+        try:
+            page.set_content(FLOOR_HTML)
+            cdp = context.new_cdp_session(page)
+            cdp.send("Performance.enable")
+            page.wait_for_timeout(300)
+            before, cpu_before = _metrics(cdp), _renderers_cpu(self._browser_cdp)
+            page.evaluate("([n, wps]) => window.floorRun(n, wps)", [n_words, wps])
+            after, cpu_after = _metrics(cdp), _renderers_cpu(self._browser_cdp)
+            observer_ms = page.evaluate("() => window.__bench.observerMs")
+            seen = page.evaluate("() => window.__bench.words.length")
+        finally:
+            context.close()
+        process_cpu_s, main_cpu_s = _page_cpu(cpu_before, cpu_after)
+        return {
+            "words_seen": seen,
+            "main_thread_ms_per_token": (after["TaskDuration"] - before["TaskDuration"]) * 1000 / n_words,
+            "main_thread_cpu_ms_per_token": main_cpu_s * 1000 / n_words,
+            "renderer_cpu_ms_per_token": process_cpu_s * 1000 / n_words,
+            "observer_ms_per_token": observer_ms / n_words,
         }
 
     def review_flow(self) -> dict[str, Any]:

@@ -107,6 +107,24 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
             "3 browser", "main-thread ms / token", mt, _g(br, "main_thread_ms_per_token", "p95"), "<= 0.5 (anchor 8)",
             None if mt is None else mt <= 0.5
         )
+        for key, label in (
+            ("main_thread_cpu_ms_per_token", "main-thread CPU ms / token (/proc; load-robust)"),
+            ("renderer_cpu_ms_per_token", "renderer process CPU ms / token (all threads)"),
+            ("observer_ms_per_token", "bench observer's own JS ms / token (inside the above)"),
+        ):
+            if _g(br, key) is not None:
+                add("3 browser", label, _g(br, key, "median"), _g(br, key, "p95"))
+        fp = br.get("floor_page")
+        if fp:
+            add(
+                "3 browser", "browser floor (blank page, a word per token) main-thread ms | CPU ms / token",
+                fp.get("main_thread_ms_per_token"), fp.get("main_thread_cpu_ms_per_token")
+            )
+            add(
+                "3 browser", "browser floor: renderer CPU ms / token; page/floor main-thread CPU",
+                fp.get("renderer_cpu_ms_per_token"),
+                _ratio(_g(br, "main_thread_cpu_ms_per_token", "median"), fp.get("main_thread_cpu_ms_per_token"))
+            )
         add(
             "3 browser", "longest task ms; long tasks (>50 ms) per reply", _g(br, "longest_task_ms", "median"),
             _g(br, "long_tasks", "median")

@@ -13,15 +13,51 @@
 // SOFT_CHARS and ends a line, or HARD_CHARS and ends a word (a paragraph that long without a line
 // break shows a line break there while it streams; the settled message is rendered as Markdown).
 // The browser then lays out and paints only the last block per delta, not the whole reply.
+//
+// Inside a paragraph the live block is kept to its last few lines: once it holds LINE_CHARS
+// more, its last rendered line (found with Range.getClientRects, one layout read per split) moves
+// into a new block, so the earlier lines stay put and each delta repaints a few lines, not up to
+// HARD_CHARS. The split is where the line already wraps, after a space, so nothing on screen moves
+// and the text is unchanged; when no such point is found the block just grows (to HARD_CHARS).
 (function () {
-  var SOFT_CHARS = 512, HARD_CHARS = 1536;
+  var SOFT_CHARS = 512, HARD_CHARS = 1536, LINE_CHARS = 256;
 
-  function newBlock(el) {
+  function newBlock(el, node) {
     var div = document.createElement('div');
-    var node = document.createTextNode('');
+    node = node || document.createTextNode('');
     div.appendChild(node);
     el.appendChild(div);
-    return (el.__hitlBlock = {node: node, len: 0});
+    return (el.__hitlBlock = {node: node, len: node.length, splitAt: node.length + LINE_CHARS});
+  }
+
+  // The offset where the text node's last rendered line starts, if the line before it ends with a
+  // space there (a wrap the browser made); else -1.
+  function lastLineStart(node) {
+    var range = document.createRange(), n = node.length;
+    var top = function (i) {
+      range.setStart(node, i);
+      range.setEnd(node, i + 1);
+      var rects = range.getClientRects();
+      return rects.length ? rects[0].top : null;
+    };
+    var last = top(n - 1);
+    if (last === null) return -1;
+    var lo = 1, hi = n - 1;
+    while (lo < hi) {
+      var mid = (lo + hi) >> 1, t = top(mid);
+      if (t !== null && t >= last - 1) hi = mid; else lo = mid + 1;
+    }
+    var before = top(lo - 1);
+    return before !== null && before < last - 1 && /\s/.test(node.data.charAt(lo - 1)) ? lo : -1;
+  }
+
+  function splitLastLine(el, block) {
+    var at = lastLineStart(block.node);
+    if (at <= 0) {
+      block.splitAt = block.len + LINE_CHARS / 4;
+      return block;
+    }
+    return newBlock(el, block.node.splitText(at));
   }
 
   function settled(block, text) {
@@ -33,6 +69,7 @@
   function put(el, text) {
     var block = el.__hitlBlock;
     if (!block || settled(block, text)) block = newBlock(el);
+    else if (block.len >= block.splitAt) block = splitLastLine(el, block);
     block.node.appendData(text);
     block.len += text.length;
   }

@@ -54,6 +54,35 @@ def test_reply_after_an_approval_streams_and_matches_the_checkpoint(page: Page, 
     expect(messages(page, "tool")).to_have_count(1)
 
 
+LINES_AS_ONE_PARAGRAPH = """() => {
+    const live = document.querySelector('[data-testid=streaming-message] [data-live]');
+    const probe = live.cloneNode(false);
+    probe.removeAttribute('data-live');
+    probe.textContent = live.textContent;
+    live.parentNode.appendChild(probe);
+    const heights = [live.getBoundingClientRect().height, probe.getBoundingClientRect().height];
+    probe.remove();
+    return heights;
+}"""
+"""The live text's height and the height of the same text laid out as one paragraph in its place."""
+
+
+def test_a_long_paragraph_wraps_while_it_streams_as_one_paragraph(page: Page, paced_server: AppServer):
+    """The live text is kept in blocks (assets/js/live.js) but reads as one paragraph: no line of a
+    3,000-character paragraph ends early where a block ends."""
+    open_new_thread(page, paced_server)
+    send(page, "stream 800 words")
+    page.wait_for_function(
+        "() => { const b = document.querySelector('[data-testid=streaming-message] [data-live]');"
+        " return b && b.textContent.length > 3300; }",
+        timeout=60_000,
+    )
+    streamed, as_paragraph = page.evaluate(LINES_AS_ONE_PARAGRAPH)
+    assert streamed == as_paragraph, f"the streamed text is {streamed - as_paragraph} px taller than the paragraph"
+    page.get_by_test_id("stop-button").click()
+    expect(page.get_by_test_id("streaming-message")).to_have_count(0)
+
+
 def test_stop_ends_a_long_reply_and_the_thread_stays_usable(page: Page, paced_server: AppServer):
     """C12: 600 words at 40 words/s would take 15 s; Stop ends it, another thread works meanwhile,
     and the stopped thread takes a new message."""
