@@ -102,6 +102,17 @@ class ReviewDesk:
         return rights
 
     # ---------------------------------------------------------------- grants
+    async def checked_grants(
+        self, review: PendingReview, typed: Sequence[AnyDecision | None], raw: Any, person: Person, owner_id: str,
+        rights: Mapping[str, ToolRights],
+    ) -> list[grant_store.NewGrant]:
+        """``check_grants`` for a submission; the cards and the owner's name (database reads) are
+        read only when some entry of ``raw`` asks for a grant. Raises as ``check_grants``."""
+        if not isinstance(raw, list) or all(entry is None for entry in raw):
+            return self.check_grants(review, typed, raw, person, owner_id, [])
+        cards = (await self.service._cards_now(review, owner_id, rights))[0]
+        return self.check_grants(review, typed, raw, person, owner_id, cards, await self.owner_name(owner_id))
+
     def check_grants(
         self, review: PendingReview, typed: Sequence[AnyDecision | None], raw: Any, person: Person, owner_id: str,
         cards: Sequence[Card], owner_name: str = "",

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,8 @@ import reflex as rx
 from reflex.event import EventSpec
 
 from hitl_app.threads.types import ThreadError
+
+log = logging.getLogger("hitl_app.ui")
 
 LIVE_JS_SRC = "/js/live.js"
 """Defines ``window.hitlLive`` (loaded in the page head, before the app's own code)."""
@@ -159,6 +162,38 @@ async def may_follow(service: Any, follow: Follow) -> bool:
         except ThreadError:
             return False
     return True
+
+
+async def view_after(service: Any, follow: Follow, event: Any) -> Any:
+    """The thread's ``ThreadView`` after run ``event`` (a boundary, or the end): the one the run
+    published when it has no review, else ``ThreadService.load`` for ``follow.viewer`` (a review's
+    cards differ per person), given the published view so that the checkpoint is not read twice."""
+    if event.view is not None and event.view.pending is None:
+        return event.view
+    return await service.load(follow.tid, viewer=follow.viewer, ended=event.view)
+
+
+async def settled_view(service: Any, follow: Follow, event: Any, check_session: Callable[[], Awaitable[None]]) -> Any:
+    """``view_after`` read while ``check_session()`` re-reads the tab's session (it raises
+    ``SignedOut`` when the session is gone: the view is then dropped, never shown). Read again
+    when the person's account changed meanwhile (``follow.viewer``, e.g. a new role: the cards'
+    buttons differ). Returns None (logged) when the view could not be read.
+    """
+    used = follow.viewer
+    reading = asyncio.ensure_future(view_after(service, follow, event))
+    try:
+        await check_session()
+    except BaseException:
+        reading.cancel()
+        raise
+    if follow.viewer != used:
+        reading.cancel()
+        reading = asyncio.ensure_future(view_after(service, follow, event))
+    try:
+        return await reading
+    except Exception:  # noqa: BLE001 - the caller shows it as a run error
+        log.exception("reload failed thread=%s", follow.tid)
+        return None
 
 
 WATCHERS = TabWatchers()
