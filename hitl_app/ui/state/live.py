@@ -20,8 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import reflex as rx
-from reflex.event import EventSpec
+from reflex.event import Event
 
 from hitl_app.threads.types import ThreadError
 
@@ -40,15 +39,20 @@ WATCH_IDLE_S = 900
 """A tab's watcher waits this long (seconds) for a new run before it exits (restarted on any action)."""
 
 
-def live_script(key: str, seq: int, text: str, reset: bool) -> EventSpec:
+def live_script(key: str, seq: int, text: str, reset: bool) -> Event:
     """The client call that appends ``text`` to the live bubble ``key`` (``window.hitlLive``).
 
     Append-only: each call carries only new text; ``reset`` replaces the text (a late joiner's
     snapshot, or the first delta of a bubble). ``seq`` numbers the calls of one key from 0, so a
     repeated or out-of-order call is ignored instead of duplicating text.
+
+    Built as the ``Event`` that ``rx.call_script(code)`` becomes (``_call_script`` with
+    ``javascript_code`` and no callback): one is sent per streamed token, and the ``EventSpec``
+    route (Vars built, then decoded back) cost about ten times as much server CPU per token.
     """
     args = [key, seq, text, 1] if reset else [key, seq, text]
-    return rx.call_script(f"hitlLive({json.dumps(args, ensure_ascii=False, separators=(',', ':'))})")
+    code = f"hitlLive({json.dumps(args, ensure_ascii=False, separators=(',', ':'))})"
+    return Event(name="_call_script", payload={"javascript_code": code, "callback": None})
 
 
 @contextlib.asynccontextmanager
