@@ -220,7 +220,7 @@ class ChatState(SessionState):
         (await self._review_state())._show(None, error="")
         self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
         self._begin_stream()
-        return [rx.set_value(COMPOSER_ID, ""), ChatState.watch, ThreadListState.refresh]
+        return [rx.set_value(COMPOSER_ID, ""), *self._watch_if_needed(), ThreadListState.refresh]
 
     @rx.event
     async def stop(self):
@@ -247,7 +247,12 @@ class ChatState(SessionState):
             return None
         self.run_error = self.notice = ""
         self._begin_stream()
-        return ChatState.watch
+        return self._watch_if_needed()
+
+    def _watch_if_needed(self) -> list[Any]:
+        """``[ChatState.watch]`` after this tab started a run; ``[]`` when its watcher here follows the thread
+        (the run wakes it; a new one costs a browser round trip and start-up reads before the first token)."""
+        return [] if WATCHERS.following(self.router.session.client_token, self.tid) else [ChatState.watch]
 
     def _begin_stream(self) -> None:
         """A run of this thread started (from this tab or another): show the live bubble."""

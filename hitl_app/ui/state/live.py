@@ -123,14 +123,14 @@ class TabWatchers:
     """
 
     def __init__(self) -> None:
-        self._current: dict[str, tuple[str, asyncio.Task | None]] = {}
+        self._current: dict[str, tuple[Follow, asyncio.Task | None]] = {}
 
     def enter(self, token: str) -> Follow:
         """Make the running task the tab's watcher; the previous one is cancelled at once."""
         task = asyncio.current_task()
         follow = Follow(watch_id=uuid.uuid4().hex, token=token)
         previous = self._current.get(token)
-        self._current[token] = (follow.watch_id, task)
+        self._current[token] = (follow, task)
         if previous is not None and previous[1] is not None and previous[1] is not task:
             previous[1].cancel()
         return follow
@@ -138,7 +138,13 @@ class TabWatchers:
     def is_current(self, follow: Follow) -> bool:
         """True while ``follow`` is its tab's watcher."""
         current = self._current.get(follow.token)
-        return current is not None and current[0] == follow.watch_id
+        return current is not None and current[0].watch_id == follow.watch_id
+
+    def following(self, token: str, tid: str) -> bool:
+        """True while the tab's watcher runs in this process and follows thread ``tid``: a new run
+        of that thread wakes it (``RunBus.wait_for_run``), so the tab needs no new watcher."""
+        current = self._current.get(token)
+        return bool(tid) and current is not None and current[0].tid == tid and current[1] is not None and not current[1].done()
 
     def retire(self, token: str) -> None:
         """Cancel the tab's watcher, if any (the tab opened a thread it may not follow)."""

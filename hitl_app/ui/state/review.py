@@ -355,7 +355,7 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
             return inbox_reread()
         self._show(None)
         chat._begin_stream()
-        return [ChatState.watch, inbox_reread()]
+        return [*chat._watch_if_needed(), inbox_reread()]
 
     async def _reload(self, chat: ChatState, person: Principal) -> None:
         """Show the thread as it is now after a submission; if it can no longer be read, the cards
