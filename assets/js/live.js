@@ -5,7 +5,9 @@
 // the streamed text). A reset call replaces the buffer (a late joiner's snapshot, or a bubble's
 // first delta); otherwise only the call numbered seq + 1 is applied, so a repeated or
 // out-of-order call is ignored instead of duplicating text. If the element is not rendered yet
-// it retries every 15 ms (up to 3 s) and then paints the whole buffer. Eight bubbles are kept.
+// (React commits a new bubble's key after the call may arrive), the paint waits for it on a
+// MutationObserver, so the text shows in the same task that mounts the element (up to 3 s; it
+// was a 15 ms retry timer, which held a resumed run's first words back). Eight bubbles are kept.
 // Called by the server through rx.call_script (hitl_app/ui/state/live.py).
 //
 // Layout stays local: the text goes into block elements (<div>) of one text node each, grown
@@ -74,6 +76,34 @@
     block.len += text.length;
   }
 
+  // key -> the latest paint waiting for the element [data-live=key]; one observer while any wait.
+  var waiting = {}, observer = null;
+
+  function wake() {
+    for (var key in waiting) {
+      if (document.querySelector('[data-live="' + key + '"]')) {
+        var paint = waiting[key];
+        delete waiting[key];
+        paint();
+      }
+    }
+    if (observer && Object.keys(waiting).length === 0) {
+      observer.disconnect();
+      observer = null;
+    }
+  }
+
+  function whenRendered(key, paint) {
+    waiting[key] = paint;  // a later call repaints the whole buffer: only the latest is kept
+    if (!observer) {
+      observer = new MutationObserver(wake);
+      observer.observe(document.body, {childList: true, subtree: true});
+    }
+    setTimeout(function () {
+      if (waiting[key] === paint) { delete waiting[key]; wake(); }
+    }, 3000);
+  }
+
   window.hitlLive = function (a) {
     var key = a[0], seq = a[1], text = a[2], reset = !!a[3];
     var B = window.__hitlLive || (window.__hitlLive = {order: []});
@@ -87,11 +117,10 @@
     } else {
       return;
     }
-    var tries = 0;
     var paint = function () {
       var el = b.el && b.el.isConnected ? b.el : document.querySelector('[data-live="' + key + '"]');
       if (!el) {
-        if (++tries < 200) setTimeout(paint, 15);
+        whenRendered(key, paint);
         return;
       }
       b.el = el;

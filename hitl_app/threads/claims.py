@@ -1,6 +1,7 @@
 """The review claim's upkeep for ``ThreadService``: the "requested" row, releasing a claim.
 
-A mixin: ``ThreadService`` gives it ``_session``, ``_lock``, ``_read``, ``is_running`` and ``desk``.
+A mixin: ``ThreadService`` gives it ``_session``, ``_lock``, ``_read``, ``is_running``, ``desk`` and ``runs``;
+it also starts the run that resumes a claimed review (``_resume``).
 """
 
 # Tested by: tests/integration/threads/test_thread_service.py - a claim left by a crashed run is released on load
@@ -11,11 +12,16 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from hitl_app.review import PendingReview
+from langgraph.types import Command
+
+from hitl_app.review import AnyDecision, PendingReview, ReviewError, resume_value
 from hitl_app.store import reviews
 from hitl_app.store.tables import utcnow
+from hitl_app.threads.types import ThreadError
 
 log = logging.getLogger("hitl_app.threads")
+
+_STALE = "This review was already decided (the agent went on with those decisions)."
 
 STALE_CLAIM_S = 30.0
 """Age in seconds after which a review claim with no live run is taken as abandoned.
@@ -35,6 +41,7 @@ class ReviewClaims:
     is_running: Any
     desk: Any
     bus: Any
+    runs: Any
 
     async def _release_claim(self, interrupt_id: str) -> bool:
         """Release the claim on ``interrupt_id``; False when the database did not answer."""
@@ -69,3 +76,30 @@ class ReviewClaims:
         if released:
             await self.bus.reviews.announce()
             log.warning("released an abandoned review claim thread=%s interrupt=%s", thread_id, review.interrupt_id)
+
+    async def _resume(self, review: PendingReview, decisions: list[AnyDecision], owner: str) -> str:
+        """Start the run that resumes ``review`` with ``decisions``; on ANY failure the claim is released.
+
+        Raises ReviewError("stale") when another worker's run holds the thread, ThreadError
+        ("not_started") for any other failure, and re-raises a cancellation after releasing.
+        """
+        command: Command[Any] = Command(resume={review.interrupt_id: resume_value(decisions)})
+        try:
+            return await self.runs.launch(review.thread_id, command, "resume", owner=owner, claimed=review.interrupt_id)
+        except BaseException as exc:
+            released = await self._release_claim(review.interrupt_id)
+            if isinstance(exc, ThreadError) and exc.code == "limited":
+                raise
+            if isinstance(exc, ThreadError):  # another worker's run holds the thread
+                raise ReviewError(_STALE, code="stale") from None
+            if not isinstance(exc, Exception):
+                raise
+            log.warning("run not started thread=%s: %s: %s", review.thread_id, type(exc).__name__, exc)
+            if released:
+                message = "The agent could not be started, so your decisions were not applied. Submit them again."
+            else:
+                message = (
+                    "The agent could not be started. The review will be answerable again in about "
+                    f"{int(STALE_CLAIM_S)} seconds: reload the thread then and decide again."
+                )
+            raise ThreadError(message, code="not_started") from exc

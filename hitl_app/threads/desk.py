@@ -22,6 +22,7 @@ per tool, the deadline, whether grants are allowed and how long the undo window 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -102,6 +103,17 @@ class ReviewDesk:
         return rights
 
     # ---------------------------------------------------------------- grants
+    async def checked_grants(
+        self, review: PendingReview, typed: Sequence[AnyDecision | None], raw: Any, person: Person, owner_id: str,
+        rights: Mapping[str, ToolRights],
+    ) -> list[grant_store.NewGrant]:
+        """``check_grants`` for a submission; the cards and the owner's name (database reads) are
+        read only when some entry of ``raw`` asks for a grant. Raises as ``check_grants``."""
+        if not isinstance(raw, list) or all(entry is None for entry in raw):
+            return self.check_grants(review, typed, raw, person, owner_id, [])
+        cards = (await self.service._cards_now(review, owner_id, rights))[0]
+        return self.check_grants(review, typed, raw, person, owner_id, cards, await self.owner_name(owner_id))
+
     def check_grants(
         self, review: PendingReview, typed: Sequence[AnyDecision | None], raw: Any, person: Person, owner_id: str,
         cards: Sequence[Card], owner_name: str = "",
@@ -260,13 +272,17 @@ class ReviewDesk:
         if review is None:
             return view
         now = utcnow()
-        async with self.service._session() as session:
-            request = await session.get(ReviewRequestRecord, review.interrupt_id)
-            expiry = await desk_store.get_expiry(session=session, interrupt_id=review.interrupt_id)
-            resume = await desk_store.get_resume(session=session, interrupt_id=review.interrupt_id)
+
+        async def rows() -> tuple[Any, Any, Any]:
+            async with self.service._session() as session:
+                request = await session.get(ReviewRequestRecord, review.interrupt_id)
+                expiry = await desk_store.get_expiry(session=session, interrupt_id=review.interrupt_id)
+                return request, expiry, await desk_store.get_resume(session=session, interrupt_id=review.interrupt_id)
+
+        (request, expiry, resume), owner_name = await asyncio.gather(rows(), self.owner_name(owner_id))
         desk = DeskView(
             server_now=now, requested_at=request.requested_at if request else None,
-            owner_name=await self.owner_name(owner_id), viewer_is_owner=str(person.account_id) == owner_id,
+            owner_name=owner_name, viewer_is_owner=str(person.account_id) == owner_id,
         )
         if request is not None:
             deadline = review_deadline(request.requested_at, [a.name for a in review.action_requests], self.desks)

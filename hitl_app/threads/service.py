@@ -16,10 +16,9 @@ import weakref
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from langgraph.types import Command
 from sqlmodel.ext.asyncio.session import AsyncSession
 
-from hitl_app.review import MAX_MESSAGE_CHARS, AnyDecision, PendingReview, ReviewError, resume_value
+from hitl_app.review import MAX_MESSAGE_CHARS, PendingReview, ReviewError
 from hitl_app.review.desk_policy import ToolDesk
 from hitl_app.review.rights import Card, Person, ToolRights
 from hitl_app.review.risk_policy import ToolRisk
@@ -28,7 +27,7 @@ from hitl_app.store import drafts, reviews, threads
 from hitl_app.store.db import Engines
 from hitl_app.threads.bus import RunBus, RunEvent
 from hitl_app.threads.bus_local import LocalRunBus
-from hitl_app.threads.claims import STALE_CLAIM_S, ReviewClaims
+from hitl_app.threads.claims import _STALE, STALE_CLAIM_S, ReviewClaims
 from hitl_app.threads.decide import BrowserPerson, card_statuses, cards_for, log_refusal, may_view, record_decisions
 from hitl_app.threads.desk import ReviewDesk
 from hitl_app.threads.limits import RunLimits
@@ -47,8 +46,6 @@ log = logging.getLogger("hitl_app.threads")
 
 TOOL_SETTLE_S = 2.0
 """Seconds a new message or Continue waits for a stopped run's tool to finish before refusing."""
-
-_STALE = "This review was already decided (the agent went on with those decisions)."
 
 
 class ThreadService(ReviewClaims):
@@ -120,16 +117,24 @@ class ThreadService(ReviewClaims):
             record = await threads.get_thread(session=session, thread_id=thread_id)
         return (record.owner or "") if record is not None else ""
 
-    async def _cards_now(self, review: PendingReview, owner_id: str) -> tuple[list[Card], dict[int, list[str]]]:
+    async def _cards_now(
+        self, review: PendingReview, owner_id: str, rights: Mapping[str, ToolRights] | None = None
+    ) -> tuple[list[Card], dict[int, list[str]]]:
         """The review's cards with the drafted decisions that still count (``requalify``), and why
-        the others do not (card index -> sentences)."""
-        async with self._session() as session:
-            drafted = await drafts.read_drafts(session=session, interrupt_id=review.interrupt_id)
-        rights = await self.desk.rights_for(review)
+        the others do not (card index -> sentences); ``rights`` (``ReviewDesk.rights_for``) read
+        here, beside the drafts, unless given."""
+        rights_now = self.desk.rights_for(review) if rights is None else asyncio.sleep(0, rights)
+        drafted, rights = await asyncio.gather(self._drafts(review.interrupt_id), rights_now)
         counted = await requalify(session=self._session, review=review, owner_id=owner_id, rights=rights, drafts=drafted)
         return cards_for(review, owner_id, rights, counted.drafts), counted.dropped
 
-    async def load(self, thread_id: str, *, viewer: Person | None = None, owner: str | None = None) -> ThreadView:
+    async def _drafts(self, interrupt_id: str) -> list[Any]:
+        async with self._session() as session:
+            return await drafts.read_drafts(session=session, interrupt_id=interrupt_id)
+
+    async def load(
+        self, thread_id: str, *, viewer: Person | None = None, owner: str | None = None, ended: ThreadView | None = None
+    ) -> ThreadView:
         """The thread as checkpointed: messages, pending review with each card's status, run
         status. Never runs the graph.
 
@@ -139,27 +144,29 @@ class ThreadService(ReviewClaims):
                 decide one of its pending cards, or who decided (or was asked to decide) one of its
                 cards before, sees it read-only (``view.read_only``).
             owner: instead of ``viewer``, a browser id owning its threads (before accounts).
+            ended: the view a run's ``ended`` event carries (read from the checkpoint as it ended):
+                the checkpoint is then not read again, only the viewer's part is added.
 
         Records that the pending review was shown, and releases an abandoned claim on it (see
         ``STALE_CLAIM_S``). Raises ThreadError (``not_found``, ``forbidden``).
         """
         viewer = viewer if viewer is not None else BrowserPerson(owner or "")
-        thread_owner = await self._owner_of(thread_id)
+        given = ended if ended is not None and ended.thread_id == thread_id else None
+        read = self.graph.aget_state(self.config(thread_id)) if given is None else asyncio.sleep(0)
+        thread_owner, snapshot = await asyncio.gather(self._owner_of(thread_id), read)
         is_owner = not thread_owner or str(viewer.account_id) == thread_owner
         if not is_owner and not await self._may_read(thread_id, viewer, thread_owner):
             raise ThreadError("This thread belongs to someone else.", code="forbidden")
-        snapshot = await self.graph.aget_state(self.config(thread_id))
-        if was_stopped(snapshot) and open_tool_calls(snapshot.values.get("messages", []) if snapshot.values else []):
+        if given is None and was_stopped(snapshot) and open_tool_calls((snapshot.values or {}).get("messages", [])):
             async with self._lock(thread_id):
                 if not await self.is_running(thread_id):
                     await answer_open_calls(self.graph, self.config(thread_id), "stopped")
             snapshot = await self.graph.aget_state(self.config(thread_id))
-        view = thread_view_from_snapshot(thread_id, snapshot)
+        view = given.model_copy(update={"cards": [], "desk": None}) if given else thread_view_from_snapshot(thread_id, snapshot)
         cards = []
-        if view.pending is not None:
-            await self._note_review(view.pending)
+        if (pending := view.pending) is not None:
             owner_id = thread_owner or str(viewer.account_id)
-            raw_cards, dropped = await self._cards_now(view.pending, owner_id)
+            _, (raw_cards, dropped) = await asyncio.gather(self._note_review(pending), self._cards_now(pending, owner_id))
             view = await self.desk.decorate(view, raw_cards, viewer, owner_id)
             cards = card_statuses(raw_cards, viewer, dropped)
         return view.model_copy(
@@ -277,17 +284,15 @@ class ThreadService(ReviewClaims):
             review = (await self._read(thread_id)).pending
             typed = validate_partial(review, interrupt_id, decisions, self.validators)
             assert review is not None  # validate_partial refuses a missing review
+            rights = await self.desk.rights_for(review)
             if thread_owner and str(person.account_id) != thread_owner:
-                if not may_view((await self._cards_now(review, thread_owner))[0], person, thread_owner):
+                if not may_view((await self._cards_now(review, thread_owner, rights))[0], person, thread_owner):
                     raise ThreadError("This thread belongs to someone else.", code="forbidden")
             owner_id = thread_owner or str(person.account_id)
-            new_grants = self.desk.check_grants(
-                review, typed, grants, person, owner_id, (await self._cards_now(review, owner_id))[0],
-                await self.desk.owner_name(owner_id) if grants else "",
-            )
+            new_grants = await self.desk.checked_grants(review, typed, grants, person, owner_id, rights)
             recorded = await record_decisions(
                 session=self._session, review=review, typed=typed, person=person, owner_id=owner_id,
-                rights=await self.desk.rights_for(review), before_claim=lambda: self.runs.counter.check_start(owner_id),
+                rights=rights, before_claim=lambda: self.runs.counter.check_start(owner_id),
                 grants=new_grants,
             )
             await self.bus.reviews.announce()  # the inbox: a card's approvals, or the review, changed
@@ -371,30 +376,3 @@ class ThreadService(ReviewClaims):
     async def _read(self, thread_id: str) -> ThreadView:
         """The thread's view from its checkpoint (never runs the graph)."""
         return thread_view_from_snapshot(thread_id, await self.graph.aget_state(self.config(thread_id)))
-
-    async def _resume(self, review: PendingReview, decisions: list[AnyDecision], owner: str) -> str:
-        """Start the run that resumes ``review`` with ``decisions``; on ANY failure the claim is released.
-
-        Raises ReviewError("stale") when another worker's run holds the thread, ThreadError
-        ("not_started") for any other failure, and re-raises a cancellation after releasing.
-        """
-        command: Command[Any] = Command(resume={review.interrupt_id: resume_value(decisions)})
-        try:
-            return await self.runs.launch(review.thread_id, command, "resume", owner=owner, claimed=review.interrupt_id)
-        except BaseException as exc:
-            released = await self._release_claim(review.interrupt_id)
-            if isinstance(exc, ThreadError) and exc.code == "limited":
-                raise
-            if isinstance(exc, ThreadError):  # another worker's run holds the thread
-                raise ReviewError(_STALE, code="stale") from None
-            if not isinstance(exc, Exception):
-                raise
-            log.warning("run not started thread=%s: %s: %s", review.thread_id, type(exc).__name__, exc)
-            if released:
-                message = "The agent could not be started, so your decisions were not applied. Submit them again."
-            else:
-                message = (
-                    "The agent could not be started. The review will be answerable again in about "
-                    f"{int(STALE_CLAIM_S)} seconds: reload the thread then and decide again."
-                )
-            raise ThreadError(message, code="not_started") from exc

@@ -6,7 +6,6 @@ only to hand it the thread's review (``ReviewState._show``); every handler first
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import uuid
 from collections.abc import AsyncIterator
@@ -21,6 +20,7 @@ from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import ThreadView
 from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, first_line, lock_reason, message_rows, row_keys, thread_id_of
+from hitl_app.ui.state import live
 from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, SignedOut, closing, live_script, may_follow
 from hitl_app.ui.state.session import SessionState, ask_identity, owner_of, session_principal, sign_in_redirect
 from hitl_app.ui.state.thread_list import ThreadListState
@@ -28,8 +28,6 @@ from hitl_app.ui.workspace_state import WorkspaceState
 
 if TYPE_CHECKING:
     from hitl_app.ui.state.review import ReviewState
-
-log = logging.getLogger("hitl_app.ui")
 
 COMPOSER_ID = "composer-text"
 """DOM id of the composer's text area: cleared only once a message is accepted (a refused one stays)."""
@@ -222,7 +220,7 @@ class ChatState(SessionState):
         (await self._review_state())._show(None, error="")
         self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
         self._begin_stream()
-        return [rx.set_value(COMPOSER_ID, ""), ChatState.watch, ThreadListState.refresh]
+        return [rx.set_value(COMPOSER_ID, ""), *self._watch_if_needed(), ThreadListState.refresh]
 
     @rx.event
     async def stop(self):
@@ -249,7 +247,12 @@ class ChatState(SessionState):
             return None
         self.run_error = self.notice = ""
         self._begin_stream()
-        return ChatState.watch
+        return self._watch_if_needed()
+
+    def _watch_if_needed(self) -> list[Any]:
+        """``[ChatState.watch]`` after this tab started a run; ``[]`` when its watcher here follows the thread
+        (the run wakes it; a new one costs a browser round trip and start-up reads before the first token)."""
+        return [] if WATCHERS.following(self.router.session.client_token, self.tid) else [ChatState.watch]
 
     def _begin_stream(self) -> None:
         """A run of this thread started (from this tab or another): show the live bubble."""
@@ -301,8 +304,11 @@ class ChatState(SessionState):
                 async with self._if_mine(follow):
                     self.streaming = False
                 return
+            checked = True  # just now, above
             while True:
-                await self._check_session(follow)
+                if not checked:
+                    await self._check_session(follow)
+                checked = False
                 generation = await service.bus.generation(follow.tid)
                 follow.next_run()
                 async with closing(self._follow_run(follow)) as updates:
@@ -366,15 +372,9 @@ class ChatState(SessionState):
         raise SignedOut
 
     async def _settle(self, follow: Follow, event: Any) -> list[Any]:
-        """A message boundary or the run's end: the committed messages come from the checkpoint."""
-        await self._check_session(follow)
-        try:
-            view = event.view
-            if view is None or view.pending is not None:  # a review's cards differ per person: read them for this one
-                view = await get_service().load(follow.tid, viewer=follow.viewer)
-        except Exception:  # noqa: BLE001 - shown below as a run error
-            log.exception("reload failed thread=%s", follow.tid)
-            view = None
+        """A message boundary or the run's end: the committed messages come from the checkpoint,
+        read while the session is re-read (``settled_view``)."""
+        view = await live.settled_view(get_service(), follow, event, lambda: self._check_session(follow))
         async with self._if_mine(follow):
             if view is not None:
                 await self._apply_view(view)

@@ -13,16 +13,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import reflex as rx
-from reflex.event import EventSpec
+from reflex.event import Event
 
 from hitl_app.threads.types import ThreadError
+
+log = logging.getLogger("hitl_app.ui")
 
 LIVE_JS_SRC = "/js/live.js"
 """Defines ``window.hitlLive`` (loaded in the page head, before the app's own code)."""
@@ -37,15 +39,20 @@ WATCH_IDLE_S = 900
 """A tab's watcher waits this long (seconds) for a new run before it exits (restarted on any action)."""
 
 
-def live_script(key: str, seq: int, text: str, reset: bool) -> EventSpec:
+def live_script(key: str, seq: int, text: str, reset: bool) -> Event:
     """The client call that appends ``text`` to the live bubble ``key`` (``window.hitlLive``).
 
     Append-only: each call carries only new text; ``reset`` replaces the text (a late joiner's
     snapshot, or the first delta of a bubble). ``seq`` numbers the calls of one key from 0, so a
     repeated or out-of-order call is ignored instead of duplicating text.
+
+    Built as the ``Event`` that ``rx.call_script(code)`` becomes (``_call_script`` with
+    ``javascript_code`` and no callback): one is sent per streamed token, and the ``EventSpec``
+    route (Vars built, then decoded back) cost about ten times as much server CPU per token.
     """
     args = [key, seq, text, 1] if reset else [key, seq, text]
-    return rx.call_script(f"hitlLive({json.dumps(args, ensure_ascii=False, separators=(',', ':'))})")
+    code = f"hitlLive({json.dumps(args, ensure_ascii=False, separators=(',', ':'))})"
+    return Event(name="_call_script", payload={"javascript_code": code, "callback": None})
 
 
 @contextlib.asynccontextmanager
@@ -116,14 +123,14 @@ class TabWatchers:
     """
 
     def __init__(self) -> None:
-        self._current: dict[str, tuple[str, asyncio.Task | None]] = {}
+        self._current: dict[str, tuple[Follow, asyncio.Task | None]] = {}
 
     def enter(self, token: str) -> Follow:
         """Make the running task the tab's watcher; the previous one is cancelled at once."""
         task = asyncio.current_task()
         follow = Follow(watch_id=uuid.uuid4().hex, token=token)
         previous = self._current.get(token)
-        self._current[token] = (follow.watch_id, task)
+        self._current[token] = (follow, task)
         if previous is not None and previous[1] is not None and previous[1] is not task:
             previous[1].cancel()
         return follow
@@ -131,7 +138,13 @@ class TabWatchers:
     def is_current(self, follow: Follow) -> bool:
         """True while ``follow`` is its tab's watcher."""
         current = self._current.get(follow.token)
-        return current is not None and current[0] == follow.watch_id
+        return current is not None and current[0].watch_id == follow.watch_id
+
+    def following(self, token: str, tid: str) -> bool:
+        """True while the tab's watcher runs in this process and follows thread ``tid``: a new run
+        of that thread wakes it (``RunBus.wait_for_run``), so the tab needs no new watcher."""
+        current = self._current.get(token)
+        return bool(tid) and current is not None and current[0].tid == tid and current[1] is not None and not current[1].done()
 
     def retire(self, token: str) -> None:
         """Cancel the tab's watcher, if any (the tab opened a thread it may not follow)."""
@@ -159,6 +172,38 @@ async def may_follow(service: Any, follow: Follow) -> bool:
         except ThreadError:
             return False
     return True
+
+
+async def view_after(service: Any, follow: Follow, event: Any) -> Any:
+    """The thread's ``ThreadView`` after run ``event`` (a boundary, or the end): the one the run
+    published when it has no review, else ``ThreadService.load`` for ``follow.viewer`` (a review's
+    cards differ per person), given the published view so that the checkpoint is not read twice."""
+    if event.view is not None and event.view.pending is None:
+        return event.view
+    return await service.load(follow.tid, viewer=follow.viewer, ended=event.view)
+
+
+async def settled_view(service: Any, follow: Follow, event: Any, check_session: Callable[[], Awaitable[None]]) -> Any:
+    """``view_after`` read while ``check_session()`` re-reads the tab's session (it raises
+    ``SignedOut`` when the session is gone: the view is then dropped, never shown). Read again
+    when the person's account changed meanwhile (``follow.viewer``, e.g. a new role: the cards'
+    buttons differ). Returns None (logged) when the view could not be read.
+    """
+    used = follow.viewer
+    reading = asyncio.ensure_future(view_after(service, follow, event))
+    try:
+        await check_session()
+    except BaseException:
+        reading.cancel()
+        raise
+    if follow.viewer != used:
+        reading.cancel()
+        reading = asyncio.ensure_future(view_after(service, follow, event))
+    try:
+        return await reading
+    except Exception:  # noqa: BLE001 - the caller shows it as a run error
+        log.exception("reload failed thread=%s", follow.tid)
+        return None
 
 
 WATCHERS = TabWatchers()

@@ -292,9 +292,9 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
     @rx.event
     async def submit(self):
         """Send all decisions at once; the server checks them against the checkpoint first."""
-        if (refused := await self._refuse()) is not None:
-            return refused
-        return self._lost("submit") or await self._submit()
+        if (person := await self.require_principal()) is None:
+            return await (await self._chat())._signed_out()
+        return self._lost("submit") or await self._submit(person)
 
     @rx.event
     async def approve_all(self):
@@ -303,8 +303,8 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
         Decisions already made (a reject with its reason, a checked edit, an answer) are kept; a
         card whose edit is still open is not overwritten: the reviewer is asked to finish it.
         """
-        if (refused := await self._refuse()) is not None:
-            return refused
+        if (person := await self.require_principal()) is None:
+            return await (await self._chat())._signed_out()
         if (lost := self._lost("approve_all")) is not None:
             return lost
         unfinished = draft.open_edit(self.cards, self._edited)
@@ -314,11 +314,10 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
             return
         for index in draft.approve_rest(self.cards):
             self._set(index, choice="approve", editing=False, edit_error="", error="")
-        return await self._submit()
+        return await self._submit(person)
 
-    async def _submit(self):
-        if (person := await self.require_principal()) is None:
-            return await self._refuse()
+    async def _submit(self, person: Principal):
+        """Submit the cards' decisions for ``person`` (signed in: this event's ``require_principal``)."""
         chat = await self._chat()
         if not self.cards:
             if not chat.streaming:  # a second click while the first submission runs says nothing
@@ -356,7 +355,7 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
             return inbox_reread()
         self._show(None)
         chat._begin_stream()
-        return [ChatState.watch, inbox_reread()]
+        return [*chat._watch_if_needed(), inbox_reread()]
 
     async def _reload(self, chat: ChatState, person: Principal) -> None:
         """Show the thread as it is now after a submission; if it can no longer be read, the cards
