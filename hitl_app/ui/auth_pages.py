@@ -160,7 +160,9 @@ def invite_page() -> rx.Component:
                 rx.vstack(
                     _form(
                         "/auth/invite", "Join hitl_app",
-                        "You were invited. Choose the name others will see and a password.",
+                        rx.text("You were invited as ", rx.text.strong(AuthState.invite_email, data_testid="invite-email"),
+                                ". Choose the name others will see and a password.", size="2", color=theme.MUTED,
+                                style={"overflowWrap": "anywhere"}),
                         "Create account and sign in",
                         rx.el.input(type="hidden", name="token", value=AuthState.invite_token),
                         _field("Your name", "name", "text", "auth-name", "name"),
