@@ -47,7 +47,7 @@ def _row(row: AuditRow) -> rx.Component:
         ),
         rx.table.cell(rx.code(row.tool_name, style={"whiteSpace": "nowrap"})),
         rx.table.cell(rx.badge(row.decision_type)),
-        rx.table.cell(rx.text(row.reviewer, size="2", style={"overflowWrap": "anywhere"}), min_width="100px", max_width="220px"),
+        rx.table.cell(rx.text(row.reviewer, size="2", style=theme.WRAP), min_width="150px", max_width="240px"),
         rx.table.cell(rx.text(row.waited, size="1", title=row.waited_seconds.to_string() + " s", style={"whiteSpace": "nowrap"}),
                       data_testid="audit-waited"),
         rx.table.cell(_json(row.args_proposed), min_width=JSON_COLUMN_WIDTH, data_testid="audit-proposed"),
