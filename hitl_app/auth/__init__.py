@@ -7,7 +7,7 @@ taking the app database's async engine):
 - accounts: ``first_run_needed``, ``create_admin``, ``create_invite``, ``accept_invite``,
   ``create_with_temporary_password``, ``add_account``, ``change_password``, ``set_role``,
   ``disable``, ``enable``, ``find_account``, ``list_accounts``
-- invites after they were made: ``pending_invites``, ``revoke_invite``, ``invite_refusal``
+- invites after they were made: ``pending_invites``, ``revoke_invite``, ``invite_refusal``, ``check_invite``
 - the browser side: ``hitl_app.auth.http`` (sign-in/out and single sign-on routes, session cookie)
   and ``hitl_app.auth.oidc`` (OpenID Connect code flow).
 """
@@ -27,7 +27,7 @@ from hitl_app.auth.accounts import (
     list_accounts,
     set_role,
 )
-from hitl_app.auth.invites import InviteView, invite_refusal, pending_invites, revoke_invite
+from hitl_app.auth.invites import InviteView, check_invite, invite_refusal, pending_invites, revoke_invite
 from hitl_app.auth.sessions import resolve_session, sign_in, sign_out, sign_out_everywhere
 from hitl_app.auth.types import (
     SYSTEM,
@@ -43,7 +43,8 @@ from hitl_app.auth.types import (
 
 __all__ = [
     "SYSTEM", "AccountDisabled", "AccountView", "AuthConfig", "AuthError", "InviteView", "NotAllowed", "Principal",
-    "Role", "TooManyAttempts", "WrongCredentials", "accept_invite", "add_account", "change_password", "create_admin",
+    "Role", "TooManyAttempts", "WrongCredentials", "accept_invite", "add_account", "change_password", "check_invite",
+    "create_admin",
     "create_invite", "create_with_temporary_password", "disable", "enable", "find_account", "first_run_needed",
     "invite_refusal", "list_accounts", "pending_invites", "resolve_session", "revoke_invite", "set_role", "sign_in",
     "sign_out", "sign_out_everywhere",

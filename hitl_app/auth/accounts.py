@@ -24,6 +24,7 @@ from hitl_app.store import accounts as db
 from hitl_app.store.tables import utcnow
 
 EMAIL_TAKEN = "An account with this email already exists"
+INVITE_PENDING = "There is already a pending invite for {email} (emails ignore case). Revoke it first to send a new one."
 SETUP_DONE = "The admin account already exists; sign in instead"
 INVITE_INVALID = "This invite link is not valid any more (used or expired); ask for a new one"
 
@@ -148,7 +149,8 @@ async def create_invite(
 
     Raises:
         NotAllowed: ``by`` is not an admin.
-        AuthError: a bad email, or an account with it already exists.
+        AuthError: a bad email, an account with it already exists, or a pending invite for it
+            (in any case: ``INVITE_PENDING``).
     """
     _require_admin(by)
     cfg = config or AuthConfig.from_settings()
@@ -157,6 +159,8 @@ async def create_invite(
     async with _session(engine) as s:
         if await db.find_account_by_email(session=s, email_key=key) is not None:
             raise AuthError(EMAIL_TAKEN)
+        if await db.pending_invites(session=s, now=now, email_key=key):
+            raise AuthError(INVITE_PENDING.format(email=shown))
         invite = db.Invite(
             token_hash=hash_token(token), email=shown, email_key=key, role=role.value,
             created_by=by.account_id or None, created_at=now, expires_at=now + cfg.invite_ttl,

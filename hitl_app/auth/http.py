@@ -38,6 +38,7 @@ from starlette.routing import Route
 
 from hitl_app.auth import accounts, sessions
 from hitl_app.auth.oidc import OidcClient, OidcError, OidcSettings, sign_in_oidc
+from hitl_app.auth.text import NAME_TOO_LONG
 from hitl_app.auth.types import AccountDisabled, AuthConfig, AuthError, TooManyAttempts, WrongCredentials
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ ERROR_MESSAGES = {
     "password": "Use at least 8 characters for the password",
     "email": "Enter an email address like name@example.com",
     "name": "Enter a name",
+    "long_name": NAME_TOO_LONG,
     "taken": accounts.EMAIL_TAKEN,
     "invite": accounts.INVITE_INVALID,
     "setup": accounts.SETUP_DONE,
@@ -104,6 +106,8 @@ def _error_code(exc: AuthError) -> tuple[str, int]:
     known = {text: code for code, text in ERROR_MESSAGES.items()}
     if str(exc).startswith("Choose a new password"):
         return "same", 400
+    if str(exc).startswith(NAME_TOO_LONG):
+        return "long_name", 400
     return known.get(str(exc), "invalid"), 400
 
 

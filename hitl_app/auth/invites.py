@@ -1,7 +1,8 @@
 """Invites after they were made: the admin's list of pending ones, revoking one, and what an
 invite link says before anyone fills in its form.
 
-An invite is *pending* while it is not used, not revoked and not expired. Only an admin lists or
+An invite is *pending* while it is not used, not revoked, not expired and its email (in any case)
+has no account. Only an admin lists or
 revokes them; the invite page asks ``invite_refusal`` first, so a used, expired or revoked link
 shows a plain refusal instead of a form that would only refuse on submit. Accepting stays in
 ``hitl_app.auth.accounts.accept_invite`` (one conditional update: a revoked invite never works).
@@ -27,6 +28,10 @@ INVITE_USED = "This invite link was used already. Sign in with the account it cr
 INVITE_EXPIRED = "This invite link has expired. Ask the person who invited you for a new one."
 INVITE_REVOKED = "This invite link was withdrawn by an admin. Ask for a new one if you still need an account."
 INVITE_UNKNOWN = "This invite link is not valid. Check that you copied all of it, or ask for a new one."
+INVITE_HAS_ACCOUNT = (
+    "An account for {email} exists already, so this invite can't be used. Sign in with that account, "
+    "or ask an admin if it isn't yours."
+)
 NOT_PENDING = "This invite is no longer pending (used or revoked meanwhile)"
 
 
@@ -96,17 +101,28 @@ async def revoke_invite(*, engine: AsyncEngine, invite_id: str, by: Principal) -
         return invite.email
 
 
-async def invite_refusal(*, engine: AsyncEngine, token: str, now: datetime | None = None) -> str:
-    """Why the invite link with ``token`` cannot be used, as a sentence to show; ``""`` when it can
-    (pending). Checks in this order: unknown, revoked, used, expired."""
+async def check_invite(*, engine: AsyncEngine, token: str, now: datetime | None = None) -> tuple[str, str]:
+    """``(refusal, email)`` of the invite link with ``token``: ``refusal`` says why it cannot be
+    used, as a sentence to show (``""`` when it can: pending); ``email`` is whom it is for (``""``
+    for an unknown link). Checks in this order: unknown, revoked, used, the email has an account
+    now (``INVITE_HAS_ACCOUNT``), expired."""
     async with _session(engine) as s:
         invite = await db.get_invite(session=s, token_hash=hash_token(token or ""))
+        taken = invite is not None and await db.find_account_by_email(session=s, email_key=invite.email_key) is not None
     if invite is None:
-        return INVITE_UNKNOWN
+        return INVITE_UNKNOWN, ""
     if invite.revoked_at is not None:
-        return INVITE_REVOKED
+        return INVITE_REVOKED, invite.email
     if invite.used_at is not None:
-        return INVITE_USED
+        return INVITE_USED, invite.email
+    if taken:
+        return INVITE_HAS_ACCOUNT.format(email=invite.email), invite.email
     if aware(invite.expires_at) <= (now or utcnow()):
-        return INVITE_EXPIRED
-    return ""
+        return INVITE_EXPIRED, invite.email
+    return "", invite.email
+
+
+async def invite_refusal(*, engine: AsyncEngine, token: str, now: datetime | None = None) -> str:
+    """Why the invite link with ``token`` cannot be used, as a sentence to show; ``""`` when it can
+    (pending). See ``check_invite``."""
+    return (await check_invite(engine=engine, token=token, now=now))[0]

@@ -216,7 +216,7 @@ async def _link_or_create(s: AsyncSession, who: Identity) -> db.Account:
             raise OidcError("An account with this email already exists; sign in with its password")
         existing.oidc_issuer, existing.oidc_subject = who.issuer, who.subject
         return existing
-    name = clean_display_name(who.name or shown.split("@", 1)[0])
+    name = clean_display_name(who.name or shown.split("@", 1)[0], cut=True)  # the provider's name: cut, not refused
     account = db.Account(
         email=shown, email_key=key, display_name=name, role=(who.role or Role.MEMBER).value,
         oidc_issuer=who.issuer, oidc_subject=who.subject,

@@ -11,6 +11,7 @@ MAX_EMAIL = 320
 MAX_NAME = 100
 MIN_PASSWORD = 8
 MAX_PASSWORD = 1024
+NAME_TOO_LONG = f"Use at most {MAX_NAME} characters for the name"
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 _INVISIBLE = {"Cc", "Cf", "Zl", "Zp"}  # control, format (zero-width, bidi overrides), line/para separators
@@ -41,19 +42,24 @@ def email_key(email: str) -> str:
         return ""
 
 
-def clean_display_name(name: str) -> str:
+def clean_display_name(name: str, *, cut: bool = False) -> str:
     """A display name as stored: plain text, one line, at most 100 characters.
 
     Control, zero-width and bidi-override characters are removed and runs of whitespace become
     one space. Markup is NOT interpreted or escaped here: ``<b>Dana</b>`` stays those 11 characters,
-    and the UI renders names as text.
+    and the UI renders names as text. ``cut``: a longer name is cut to 100 characters (a name
+    from a single sign-on provider, which the person cannot fix here) instead of refused.
 
     Raises:
-        AuthError: "Enter a name" when nothing printable is left.
+        AuthError: "Enter a name" when nothing printable is left; "Use at most 100 characters for
+            the name (this one has 3,000)" for a longer one (unless ``cut``).
     """
     text = unicodedata.normalize("NFC", name or "")
     text = "".join(" " if ch.isspace() else "" if unicodedata.category(ch) in _INVISIBLE else ch for ch in text)
-    text = " ".join(text.split())[:MAX_NAME].strip()
+    text = " ".join(text.split())
+    if len(text) > MAX_NAME and not cut:
+        raise AuthError(f"{NAME_TOO_LONG} (this one has {len(text):,})")
+    text = text[:MAX_NAME].strip()
     if not text:
         raise AuthError("Enter a name")
     return text

@@ -259,13 +259,17 @@ async def get_invite(*, session: AsyncSession, token_hash: str) -> Invite | None
     return await session.get(Invite, token_hash)
 
 
-async def pending_invites(*, session: AsyncSession, now: datetime) -> list[Invite]:
-    """Invites not used, not revoked and not expired at ``now``, soonest to expire first."""
+async def pending_invites(*, session: AsyncSession, now: datetime, email_key: str | None = None) -> list[Invite]:
+    """Invites not used, not revoked and not expired at ``now``, whose email has no account yet
+    (emails compare by ``email_key``), soonest to expire first; only those for ``email_key`` when given."""
+    has_account = select(Account.id).where(col(Account.email_key) == col(Invite.email_key)).exists()
     stmt = (
         select(Invite)
-        .where(col(Invite.used_at).is_(None), col(Invite.revoked_at).is_(None), col(Invite.expires_at) > now)
+        .where(col(Invite.used_at).is_(None), col(Invite.revoked_at).is_(None), col(Invite.expires_at) > now, ~has_account)
         .order_by(col(Invite.expires_at))
     )
+    if email_key is not None:
+        stmt = stmt.where(col(Invite.email_key) == email_key)
     return list((await session.exec(stmt)).all())
 
 

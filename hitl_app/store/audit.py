@@ -60,6 +60,7 @@ class AuditRow:
     reviewer_id: str = ""
     reviewer_role: str = ""
     deciders: str = ""
+    waited: str = ""  # the wait as the page shows it ("14 s", "1 min"; filled by the audit page, not exported)
 
 
 def _iso(value: datetime) -> str:

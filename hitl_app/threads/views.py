@@ -16,8 +16,9 @@ from hitl_app.review.tool_messages import Edited, Plain, Rejected, Responded, St
 from hitl_app.review.types import PendingReview, describe_interrupt, parse_hitl_request
 from hitl_app.threads.desk_view import DeskView
 from hitl_app.threads.errors import describe_error_text, describe_run_error
+from hitl_app.threads.pairing import CANCEL_SOURCE
 
-Outcome = Literal["executed", "edited", "rejected", "answered", "error", "stopped"]
+Outcome = Literal["executed", "edited", "rejected", "answered", "error", "stopped", "cancelled"]
 ThreadStatus = Literal["idle", "review", "incomplete", "failed"]
 
 
@@ -111,6 +112,9 @@ def _tool_outcome(msg: ToolMessage) -> tuple[Outcome, dict[str, Any] | None, str
     The HITL conventions (reject/respond metadata, the edit notice) are read by
     ``hitl_app.review.tool_messages``; a guard's refusal is an ``error`` here, as its status says.
     """
+    extra = getattr(msg, "additional_kwargs", None) or {}
+    if extra.get("lc_source") == CANCEL_SOURCE and (extra.get("lc_data") or {}).get("reason") == "stopped":
+        return "cancelled", None, str(msg.content)  # the person pressed Stop: not an error of the tool
     match read_tool_message(msg):
         case Rejected(text=text):
             return "rejected", None, text

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import reflex as rx
@@ -11,6 +12,7 @@ import reflex as rx
 from hitl_app.auth import Principal
 from hitl_app.runtime import get_runtime
 from hitl_app.store import audit
+from hitl_app.ui.rows import humanize_wait
 from hitl_app.ui.state import SessionState
 from hitl_app.ui.state.session import sign_in_redirect
 
@@ -33,6 +35,11 @@ def thread_choices(rows: list[audit.AuditRow]) -> list[list[str]]:
         counts[label] = counts.get(label, 0) + 1
     labelled = [(label if counts[label] == 1 else f"{label} ({tid[:8]})", tid) for tid, label in short.items()]
     return [[ANY, "any thread"], *([tid, label] for label, tid in sorted(labelled, key=lambda p: (p[0].casefold(), p[1])))]
+
+
+def shown_rows(rows: list[audit.AuditRow]) -> list[audit.AuditRow]:
+    """``rows`` with ``waited`` filled as the chat says it ("14 s", "1 min"; never "13.625 s")."""
+    return [replace(r, waited=humanize_wait(r.waited_seconds)) for r in rows]
 
 
 class AuditState(SessionState):
@@ -97,7 +104,7 @@ class AuditState(SessionState):
         for name, options in (("thread_filter", self.thread_options), ("tool_filter", self.tool_options)):
             if getattr(self, name) not in options:
                 setattr(self, name, ANY)
-        self.rows = await self._query(viewer)
+        self.rows = shown_rows(await self._query(viewer))
         self.error = ""
         return None
 
@@ -106,7 +113,7 @@ class AuditState(SessionState):
             return sign_in_redirect()
         if isinstance(value, str) and value in options:
             setattr(self, name, value)
-            self.rows = await self._query(viewer)
+            self.rows = shown_rows(await self._query(viewer))
         return None
 
     @rx.event

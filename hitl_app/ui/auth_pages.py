@@ -112,7 +112,7 @@ def _change_password_form() -> rx.Component:
         _form(
             "/auth/change-password", "Choose your password",
             rx.text("Signed in as ", rx.text.strong(AuthState.display_name),
-                    " with a temporary password. Choose your own to continue.", size="2", color=theme.MUTED),
+                    " with a temporary password. Choose your own to continue.", size="2", color=theme.MUTED, style=theme.WRAP),
             "Save and continue",
             _field("Temporary password", "current", "password", "auth-current-password", "current-password"),
             _field("New password", "password", "password", "auth-password", "new-password", "At least 8 characters."),
@@ -160,7 +160,9 @@ def invite_page() -> rx.Component:
                 rx.vstack(
                     _form(
                         "/auth/invite", "Join hitl_app",
-                        "You were invited. Choose the name others will see and a password.",
+                        rx.text("You were invited as ", rx.text.strong(AuthState.invite_email, data_testid="invite-email"),
+                                ". Choose the name others will see and a password.", size="2", color=theme.MUTED,
+                                style=theme.WRAP),
                         "Create account and sign in",
                         rx.el.input(type="hidden", name="token", value=AuthState.invite_token),
                         _field("Your name", "name", "text", "auth-name", "name"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from hitl_app.auth import Principal, first_run_needed, invite_refusal, resolve_session
+from hitl_app.auth import Principal, check_invite, first_run_needed, resolve_session
 from hitl_app.auth.http import error_message, session_token_from_cookie_header
 from hitl_app.auth.oidc import OidcSettings
 from hitl_app.runtime import get_runtime
@@ -36,6 +36,7 @@ class AuthState(rx.State):
     error: str = ""
     invite_token: str = ""
     invite_refusal: str = ""
+    invite_email: str = ""
     invite_checked: bool = False
 
     @rx.event
@@ -56,10 +57,11 @@ class AuthState(rx.State):
     @rx.event
     async def load_invite(self):
         """On load of /invite/<token>: keep the token for the form's hidden field, and say at once
-        when the link cannot be used (``invite_refusal``)."""
+        when the link cannot be used (``invite_refusal``); ``invite_email``: whom it is for."""
         q = self.router.url.query_parameters
         self.error = error_message(str(q.get("error", "")), str(q.get("minutes", "")))
         self.invite_token = str(self.router.url.path).rstrip("/").rsplit("/", 1)[-1][:200]
         # a used, expired, revoked or unknown link says so up front: no form that only refuses on submit
-        self.invite_refusal = await invite_refusal(engine=get_runtime().engines.async_, token=self.invite_token)
+        engine = get_runtime().engines.async_
+        self.invite_refusal, self.invite_email = await check_invite(engine=engine, token=self.invite_token)
         self.invite_checked = True

@@ -73,6 +73,7 @@ class MetricsState(SessionState):
     p95: str = "—"
     reviews: int = 0
     error: str = ""
+    allowed: bool = False  # the numbers and charts show only once the server let this person read them
     outcomes: list[str] = list(OUTCOMES)
     periods: list[str] = [str(d) for d in PERIOD_DAYS]
 
@@ -80,7 +81,7 @@ class MetricsState(SessionState):
     async def load(self):
         """Read the metrics of the period (reviewers and admins; the server refuses others)."""
         if (person := await self.require_principal()) is None:
-            self.days, self.per_tool = [], []
+            self.days, self.per_tool, self.allowed = [], [], False
             return sign_in_redirect()
         runtime = get_runtime()
         try:
@@ -88,8 +89,9 @@ class MetricsState(SessionState):
                 m = await review_metrics(session=session, person=person, days=int(self.period))
         except (ThreadError, ValueError) as exc:
             self.error = getattr(exc, "message", "Pick a period.")
+            self.allowed = getattr(exc, "code", "") != "forbidden"  # refused: only the message, no empty charts
             return None
-        self.error = ""
+        self.error, self.allowed = "", True
         self.days = [{"day": str(d["day"])[5:], "reviews": d["reviews"]} for d in m.days]
         self.per_tool = m.per_tool
         self.median, self.p95 = humanize_wait(m.median_wait_s), humanize_wait(m.p95_wait_s)

@@ -12,3 +12,6 @@ MUTED = "var(--gray-11)"
 SIDEBAR_WIDTH = "260px"
 CONTENT_MAX_WIDTH = "860px"
 MONO = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
+WRAP = {"overflowWrap": "anywhere", "minWidth": "0"}
+"""Style of text that holds a person's name or email: an unbroken 100-character name wraps, never
+pushes its row off-screen."""

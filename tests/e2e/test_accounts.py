@@ -155,7 +155,12 @@ def test_first_run_admin_invite_temporary_password_sign_in_out_and_disable(fresh
     # 6. the admin disables Rita: her open tab loses access at its next action and lands on sign-in
     page.reload()
     row = users.locator("[data-testid=account-row][data-email='rita@example.com']")
+    row.get_by_test_id("disable-account").click()  # asks first: it signs her out everywhere
+    expect(page.get_by_role("alertdialog")).to_contain_text("signed out everywhere")
+    page.get_by_test_id("disable-cancel").click()
+    expect(row).to_contain_text("active")
     row.get_by_test_id("disable-account").click()
+    page.get_by_test_id("disable-confirm").click()
     expect(row).to_contain_text("disabled")
     rita.get_by_test_id("composer-input").fill("are you still there?")
     rita.get_by_test_id("send-button").click()

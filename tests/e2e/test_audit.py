@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 
 from playwright.sync_api import Page, expect
 
@@ -55,6 +56,7 @@ def test_reviewer_name_audit_line_and_audit_page_filters_and_exports(page: Page,
     expect(rows.first).to_have_attribute("data-tool", "send_email")
     expect(rows.first).to_contain_text("rae@example.com")
     expect(rows.first).to_have_attribute("data-reviewer", "Dana")
+    expect(rows.first.get_by_test_id("audit-waited")).to_have_text(re.compile(r"^\d+ (s|min)$"))  # not "13.625 s"
 
     page.get_by_test_id("audit-filter-tool").select_option("send_email")
     expect(rows).to_have_count(2)

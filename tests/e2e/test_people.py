@@ -14,6 +14,7 @@ Screenshots (desktop and phone) go to /work/notes/shots/people/ for a person to 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +27,7 @@ from tests.e2e.ui import axe_problems, card, open_new_thread, send, sign_in_brow
 from tests.helpers.app_server import AppServer
 
 TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
-SHOTS = Path("/work/notes/shots/people")
+SHOTS = Path(os.environ.get("HITL_SHOTS", "/work/notes/shots/people"))
 PHONE = {"width": 390, "height": 844}
 
 
@@ -166,3 +167,75 @@ def test_accounts_page_lists_a_pending_invite_and_a_revoked_or_used_link_refuses
     expect(admin.get_by_test_id("admin-users")).to_contain_text("ulla@example.com")
     expect(admin.get_by_test_id("pending-invites")).to_have_count(0)
     close(admin, guest, other)
+
+
+LONG_NAME = "Bartholomew" + "x" * 89
+"""An unbroken 100-character display name (the longest allowed)."""
+
+
+def no_sideways_scroll(page: Page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_long_names_wrap_a_longer_one_is_refused_and_disable_asks_first(browser, team_server):
+    admin = person(browser, team_server, "admin", "Ada")
+    admin.goto(team_server.url + "/admin")
+    admin.get_by_test_id("temp-email").fill("long3000@example.com")  # 3,000 characters: refused, not cut
+    admin.get_by_test_id("temp-name").fill("y" * 3000)
+    admin.get_by_test_id("temp-submit").click()
+    expect(admin.get_by_test_id("admin-error")).to_contain_text("Use at most 100 characters for the name (this one has 3,000)")
+    admin.get_by_test_id("temp-email").fill("long@example.com")
+    admin.get_by_test_id("temp-name").fill(LONG_NAME)
+    admin.get_by_test_id("temp-submit").click()
+    expect(admin.get_by_test_id("admin-message")).to_be_visible()
+    temporary = admin.get_by_test_id("admin-secret").inner_text()
+    row = admin.locator("[data-testid=account-row][data-email='long@example.com']")
+    expect(row.get_by_test_id("account-name")).to_have_text(LONG_NAME)
+    box = row.get_by_test_id("disable-account").bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 1280 - 16, "Disable is pushed off-screen by the name"
+    assert no_sideways_scroll(admin)
+    shots(admin, "accounts-long-name")
+
+    row.get_by_test_id("disable-account").click()  # one click only asks: it signs the person out everywhere
+    dialog = admin.get_by_role("alertdialog")
+    expect(dialog).to_contain_text("signed out everywhere")
+    shots(admin, "accounts-disable-confirm")
+    admin.get_by_test_id("disable-cancel").click()
+    expect(dialog).to_have_count(0)
+    expect(row).to_contain_text("must change password")  # still enabled
+    expect(row.get_by_test_id("disable-account")).to_be_visible()
+
+    long = watched_page(browser.new_context(viewport={"width": 1280, "height": 900}))
+    long.goto(team_server.url + "/sign-in")
+    long.get_by_test_id("auth-email").fill("long@example.com")
+    long.get_by_test_id("auth-password").fill(temporary)
+    long.get_by_test_id("auth-submit").click()
+    expect(long.get_by_role("heading", name="Choose your password")).to_be_visible()
+    expect(long.get_by_text(LONG_NAME)).to_be_visible()
+    assert no_sideways_scroll(long)
+    shots(long, "change-password-long-name")
+    close(admin, long)
+
+
+def test_a_member_opening_metrics_sees_only_why_and_a_join_page_names_the_email(browser, team_server):
+    member = person(browser, team_server, "member", "Mo")
+    member.goto(team_server.url + "/metrics")
+    expect(member.get_by_test_id("metrics-error")).to_have_text("Review metrics are for reviewers and admins.")
+    expect(member.get_by_test_id("metrics-reviews")).to_have_count(0)  # no zero counts, no empty charts
+    expect(member.locator(".recharts-wrapper")).to_have_count(0)
+    expect(member.get_by_test_id("metrics-period")).to_have_count(0)
+    shots(member, "metrics-member")
+
+    admin = person(browser, team_server, "admin", "Ada")
+    admin.goto(team_server.url + "/admin")
+    admin.get_by_test_id("invite-email").fill("Join.Me@example.com")
+    admin.get_by_test_id("invite-submit").click()
+    link = admin.get_by_test_id("admin-secret").inner_text()
+    admin.get_by_test_id("invite-email").fill("join.me@EXAMPLE.com")  # the same email in another case
+    admin.get_by_test_id("invite-submit").click()
+    expect(admin.get_by_test_id("admin-error")).to_contain_text("already a pending invite")
+    guest = watched_page(browser.new_context(viewport={"width": 1280, "height": 900}))
+    guest.goto(link)
+    expect(guest.get_by_test_id("invite-email")).to_have_text("Join.Me@example.com")
+    shots(guest, "join-names-the-email")
+    close(member, admin, guest)

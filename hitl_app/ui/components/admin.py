@@ -109,7 +109,7 @@ def _invite_row(row: InviteRow) -> rx.Component:
                 rx.badge(row.role, color_scheme="gray", variant="soft"),
                 align="center", spacing="2", wrap="wrap",
             ),
-            rx.text("Invited by ", row.invited_by, " · expires ", row.expires, size="1", color=theme.MUTED),
+            rx.text("Invited by ", row.invited_by, " · expires ", row.expires, size="1", color=theme.MUTED, style=theme.WRAP),
             spacing="1", min_width="0", flex="1 1 240px",
         ),
         rx.button(
@@ -140,10 +140,39 @@ def _pending_invites() -> rx.Component:
     )
 
 
+def _disable_dialog(row: AccountRow) -> rx.Component:
+    """Disable, asked first (``disable-confirm``): it signs the person out everywhere at once."""
+    return rx.alert_dialog.root(
+        rx.alert_dialog.trigger(
+            rx.button("Disable", size="1", variant="soft", color_scheme="red", data_testid="disable-account"),
+        ),
+        rx.alert_dialog.content(
+            rx.alert_dialog.title("Disable this account?", size="4"),
+            rx.alert_dialog.description(
+                rx.text.strong(row.name, style=theme.WRAP), " (", row.email, ") is signed out everywhere at once and "
+                "cannot sign in until an admin enables the account again. Their threads and decisions stay.",
+                size="2", style=theme.WRAP,
+            ),
+            rx.flex(
+                rx.alert_dialog.cancel(rx.button("Cancel", variant="soft", color_scheme="gray", data_testid="disable-cancel")),
+                rx.alert_dialog.action(
+                    rx.button("Disable and sign out", color_scheme="red", data_testid="disable-confirm",
+                              on_click=AdminState.set_disabled(row.account_id, True)),
+                ),
+                gap="3", justify="end", margin_top="16px", wrap="wrap",
+            ),
+            max_width="440px",
+        ),
+    )
+
+
 def _account_row(row: AccountRow) -> rx.Component:
     disabled = row.status == "disabled"
     return rx.table.row(
-        rx.table.cell(rx.text(row.name, size="2", weight="medium"), rx.text(row.email, size="1", color=theme.MUTED)),
+        rx.table.cell(
+            rx.text(row.name, size="2", weight="medium", style=theme.WRAP, data_testid="account-name"),
+            rx.text(row.email, size="1", color=theme.MUTED, style=theme.WRAP), min_width="120px", max_width="280px",
+        ),
         rx.table.cell(_role_select("role-select", value=row.role, on_change=lambda v: AdminState.set_role(row.account_id, v))),
         rx.table.cell(
             rx.badge(row.status, color_scheme=rx.cond(disabled, "red", rx.cond(row.status == "active", "green", "amber")))
@@ -153,8 +182,7 @@ def _account_row(row: AccountRow) -> rx.Component:
                 disabled,
                 rx.button("Enable", size="1", variant="soft", data_testid="enable-account",
                           on_click=AdminState.set_disabled(row.account_id, False)),
-                rx.button("Disable", size="1", variant="soft", color_scheme="red", data_testid="disable-account",
-                          on_click=AdminState.set_disabled(row.account_id, True)),
+                _disable_dialog(row),
             )
         ),
         custom_attrs={"data-email": row.email},

@@ -70,7 +70,7 @@ def _progress_line(card: CardRow) -> rx.Component:
         card.show_progress & (card.standing != "complete"),
         rx.hstack(
             rx.icon("users", size=14, color=theme.MUTED, aria_hidden="true"),
-            rx.text(card.progress, size="2", weight="medium", data_testid="approval-progress",
+            rx.text(card.progress, size="2", weight="medium", data_testid="approval-progress", style=theme.WRAP,
                     custom_attrs={"aria-live": "polite", "role": "status"}),
             spacing="2",
             align="center",
@@ -182,7 +182,7 @@ def approval_card(card: CardRow) -> rx.Component:
             _edit_area(card),
             _answers(card),
             _progress_line(card),
-            rx.cond(card.note != "", rx.text(card.note, size="2", color=theme.MUTED, data_testid="card-note")),
+            rx.cond(card.note != "", rx.text(card.note, size="2", color=theme.MUTED, data_testid="card-note", style=theme.WRAP)),
             rx.hstack(
                 _decision_button(card, "approve"),
                 _decision_button(card, "edit"),

@@ -40,7 +40,7 @@ def _grant_row(row: Any) -> rx.Component:
             ),
             spacing="1",
         ), min_width="200px"),
-        rx.table.cell(rx.text(row["granted_by"], size="2")),
+        rx.table.cell(rx.text(row["granted_by"], size="2", style=theme.WRAP), max_width="200px"),
         rx.table.cell(rx.text(row["made"], size="1", style={"whiteSpace": "nowrap"})),
         rx.table.cell(rx.vstack(
             rx.text(row["ends"], size="1", style={"whiteSpace": "nowrap"}),
@@ -96,22 +96,35 @@ def _stat(label: str, value: Any, testid: str) -> rx.Component:
 
 
 def metrics_page() -> rx.Component:
-    """Reviews per day, waited time, outcomes per tool, over 7, 30 or 90 days."""
+    """Reviews per day, waited time, outcomes per tool, over 7, 30 or 90 days; a person who may not
+    read them (a member) sees only why, no empty charts."""
     return rx.vstack(
         rx.flex(
             _top("Review metrics"),
-            rx.hstack(
-                rx.text("Period", size="2"),
-                rx.select(
-                    MetricsState.periods, value=MetricsState.period, on_change=MetricsState.set_period,
-                    data_testid="metrics-period",
+            rx.cond(
+                MetricsState.allowed,
+                rx.hstack(
+                    rx.text("Period", size="2"),
+                    rx.select(
+                        MetricsState.periods, value=MetricsState.period, on_change=MetricsState.set_period,
+                        data_testid="metrics-period",
+                    ),
+                    rx.text("days", size="2"),
+                    align="center", spacing="2",
                 ),
-                rx.text("days", size="2"),
-                align="center", spacing="2",
             ),
             justify="between", align="center", wrap="wrap", gap="3", width="100%",
         ),
-        rx.cond(MetricsState.error != "", rx.callout(MetricsState.error, color_scheme="red", icon="triangle-alert")),
+        rx.cond(MetricsState.error != "", rx.callout(MetricsState.error, color_scheme="red", icon="triangle-alert",
+                                                     data_testid="metrics-error")),
+        rx.cond(MetricsState.allowed, _metrics_body()),
+        padding="20px", spacing="4", width="100%", max_width="1100px", margin="0 auto", data_testid="metrics-page",
+    )
+
+
+def _metrics_body() -> rx.Component:
+    """The numbers and the two charts."""
+    return rx.vstack(
         rx.flex(
             _stat("Reviews", MetricsState.reviews.to(str), "metrics-reviews"),
             _stat("Median waited", MetricsState.median, "metrics-median"),
@@ -140,5 +153,5 @@ def metrics_page() -> rx.Component:
             ],
             data=MetricsState.per_tool, width="100%", height=280,
         ),
-        padding="20px", spacing="4", width="100%", max_width="1100px", margin="0 auto", data_testid="metrics-page",
+        spacing="4", width="100%",
     )

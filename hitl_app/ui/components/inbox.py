@@ -27,7 +27,7 @@ def _item(row: InboxRow) -> rx.Component:
             ),
             rx.text(row.args_text, size="2", style={"overflowWrap": "anywhere"}),
             rx.hstack(
-                rx.text("Asked by ", rx.text.strong(row.asked_by), size="1", color=theme.MUTED),
+                rx.text("Asked by ", rx.text.strong(row.asked_by), size="1", color=theme.MUTED, style=theme.WRAP),
                 rx.text("·", size="1", color=theme.MUTED),
                 rx.text("waiting ", row.waited, size="1", color=theme.MUTED, data_testid="inbox-waited"),
                 rx.text("·", size="1", color=theme.MUTED),

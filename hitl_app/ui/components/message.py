@@ -69,7 +69,9 @@ def tool_row(msg: MessageRow) -> rx.Component:
                 rx.icon("wrench", size=14, color=theme.MUTED),
                 rx.code(msg.tool_name, variant="ghost"),
                 _outcome_badge(msg.outcome),
-                rx.cond(msg.audit != "", rx.text(msg.audit, size="1", color=theme.MUTED, data_testid="audit-line")),
+                rx.cond(
+                    msg.audit != "", rx.text(msg.audit, size="1", color=theme.MUTED, data_testid="audit-line", style=theme.WRAP)
+                ),
                 spacing="2",
                 align="center",
                 wrap="wrap",

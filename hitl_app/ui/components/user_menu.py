@@ -33,13 +33,14 @@ def user_menu() -> rx.Component:
         rx.popover.trigger(
             rx.button(
                 rx.icon("circle-user", size=16),
-                rx.text(SessionState.user_name, display=["none", "none", "inline"], max_width="160px", style=_ELLIPSIS),
+                rx.text(SessionState.user_name, display=["none", "none", "inline"], max_width="160px", style=_ELLIPSIS,
+                        title=SessionState.user_name),
                 variant="ghost", size="2", aria_label="Account", data_testid="user-menu",
             ),
         ),
         rx.popover.content(
             rx.vstack(
-                rx.text(SessionState.user_name, weight="bold", size="2", width="100%", style=_ELLIPSIS,
+                rx.text(SessionState.user_name, weight="bold", size="2", width="100%", style=theme.WRAP,
                         data_testid="user-menu-name"),
                 rx.text(SessionState.user_email, size="1", color=theme.MUTED, width="100%", style=_ELLIPSIS),
                 rx.badge(SessionState.user_role, color_scheme="gray", data_testid="user-menu-role"),

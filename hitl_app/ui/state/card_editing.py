@@ -16,8 +16,10 @@ from typing import Any
 
 import reflex as rx
 
+from hitl_app.agent.preview import EffectPreview
 from hitl_app.review import ReviewError, parse_args_json, validate_edit_args
-from hitl_app.runtime import get_service
+from hitl_app.runtime import get_runtime, get_service
+from hitl_app.threads.previews import effect_previews
 from hitl_app.ui import card_edit
 from hitl_app.ui.rows import CardRow
 
@@ -40,6 +42,27 @@ class CardEditMixin(rx.State, mixin=True):
         cards = list(self.cards)  # type: ignore[has-type]
         cards[card.index] = card
         self.cards = cards
+
+    def _put_previews(self, previews: list[EffectPreview | None], only: int | None = None) -> None:
+        """Show ``previews`` (one per card, in order) on the cards, or only on card ``only``."""
+        cards = list(self.cards)
+        for card, preview in zip(cards, previews, strict=False):
+            if only is None or card.index == only:
+                shown = (preview.kind, preview.title, preview.body, preview.note) if preview else ("", "", "", "")
+                card.preview_kind, card.preview_title, card.preview_body, card.preview_note = shown
+        self.cards = cards
+
+    async def _repreview(self, index: int) -> None:
+        """Card ``index``'s effect preview again, computed on the server for its checked edit (the
+        proposed call when it has none), under the same guards (``threads.previews``)."""
+        review = self._review()  # type: ignore[attr-defined]
+        if review is None or self._previews_for != review.interrupt_id:  # type: ignore[attr-defined]
+            return  # the review's previews were never shown in this tab (``_fill_cards``)
+        edited = {int(k): v for k, v in card_edit.plain(self._edited).items()}  # type: ignore[attr-defined]
+        previews = await effect_previews(
+            review, settings=get_runtime().settings, owner=self._previews_owner, args=edited, only={index}  # type: ignore[attr-defined]
+        )
+        self._put_previews(previews, only=index)
 
     def _open_editor(self, index: int) -> None:
         """Open ``index``'s editor on its draft (kept from before), its checked edit, or the proposal."""
@@ -106,6 +129,7 @@ class CardEditMixin(rx.State, mixin=True):
             self._set(index, edit_error=problem)  # type: ignore[attr-defined]
             return None
         self._check_and_close(index, args)
+        await self._repreview(index)
         await self._keep(index)  # type: ignore[attr-defined]
         return None
 
@@ -115,6 +139,8 @@ class CardEditMixin(rx.State, mixin=True):
         if (refused := await self._refuse()) is not None:  # type: ignore[attr-defined]
             return refused
         self._save_edit(index, text)
+        if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(self.cards):
+            await self._repreview(index)
         await self._keep(index)  # type: ignore[attr-defined]
         return None
 
@@ -163,5 +189,6 @@ class CardEditMixin(rx.State, mixin=True):
         self._edited.pop(index, None)  # type: ignore[attr-defined]
         self._drafts.pop(index, None)  # type: ignore[attr-defined]
         self._set(index, choice="", editing=False, edit_error="", diff=[], json_note="")  # type: ignore[attr-defined]
+        await self._repreview(index)
         await self._keep(index)  # type: ignore[attr-defined]
         return None

@@ -376,8 +376,8 @@ class ChatState(SessionState):
         read while the session is re-read (``settled_view``)."""
         view = await live.settled_view(get_service(), follow, event, lambda: self._check_session(follow))
         async with self._if_mine(follow):
-            if view is not None:
-                await self._apply_view(view)
+            if view is not None:  # the run's own view is every tab's: this tab keeps its viewer's read_only
+                await self._apply_view(view.model_copy(update={"read_only": self.read_only}) if view is event.view else view)
             follow.key, follow.seq = self._new_live_key(), 0
             if event.kind == "ended":
                 await self._run_ended(event.outcome, event.error)

@@ -69,6 +69,7 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
     _edited: dict[int, dict[str, Any]] = {}
     _drafts: dict[int, dict[str, Any]] = {}
     _previews_for: str = ""
+    _previews_owner: str = ""
 
     def _lost(self, action: str, *args: Any) -> EventSpec | None:
         """When the tab's server state is gone (expired in Redis, or deleted), the way back.
@@ -155,14 +156,9 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
         review = self._review()
         if review is None or self._previews_for == review.interrupt_id:
             return
-        self._previews_for = review.interrupt_id
-        previews = await effect_previews(review, settings=get_runtime().settings, owner=owner)
-        cards = list(self.cards)
-        for card, preview in zip(cards, previews, strict=False):
-            if preview is not None:
-                card.preview_kind, card.preview_title = preview.kind, preview.title
-                card.preview_body, card.preview_note = preview.body, preview.note
-        self.cards = cards
+        self._previews_for, self._previews_owner = review.interrupt_id, owner
+        edited = {int(k): v for k, v in card_edit.plain(self._edited).items()}  # a kept edit's preview shows the edit
+        self._put_previews(await effect_previews(review, settings=get_runtime().settings, owner=owner, args=edited))
 
     def _show_error(self, message: str) -> None:
         """Show ``message`` on the review panel (e.g. why the last submission did not go through)."""
@@ -242,8 +238,10 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
         if kind == "edit":
             self._open_editor(index)
         else:
-            self._edited.pop(index, None)
+            had_edit = self._edited.pop(index, None) is not None
             self._set(index, choice=kind, editing=False, edit_error="", error="")
+            if had_edit:
+                await self._repreview(index)  # back to the proposed call's preview
         await self._keep(index)
 
     @rx.event

@@ -138,6 +138,9 @@ async def test_invite_form_errors_return_to_the_invite_page_and_success_signs_in
         short = await c.post("/auth/invite", data={"token": token, "name": "Rex", "password": "short"})
         assert short.headers["location"] == f"/invite/{token}?error=password"
         assert error_message("password") == "Use at least 8 characters for the password"
+        long = await c.post("/auth/invite", data={"token": token, "name": "R" * 3000, "password": PW})
+        assert long.headers["location"] == f"/invite/{token}?error=long_name"  # refused, not cut to 100 characters
+        assert error_message("long_name") == "Use at most 100 characters for the name"
         ok = await c.post("/auth/invite", data={"token": token, "name": "Rex", "password": PW})
         assert ok.status_code == 303
         who = await resolve_session(engine=engine, token=c.cookies[SESSION_COOKIE], config=config)

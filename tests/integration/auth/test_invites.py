@@ -13,13 +13,15 @@ from hitl_app.auth import (
     NotAllowed,
     Role,
     accept_invite,
+    check_invite,
     create_admin,
     create_invite,
+    create_with_temporary_password,
     invite_refusal,
     pending_invites,
     revoke_invite,
 )
-from hitl_app.auth.invites import INVITE_EXPIRED, INVITE_REVOKED, INVITE_UNKNOWN, INVITE_USED
+from hitl_app.auth.invites import INVITE_EXPIRED, INVITE_HAS_ACCOUNT, INVITE_REVOKED, INVITE_UNKNOWN, INVITE_USED
 from hitl_app.store.tables import utcnow
 
 PW = "correct horse 1"
@@ -67,3 +69,25 @@ async def test_only_an_admin_lists_or_revokes_invites(engine, config, make_accou
     with pytest.raises(NotAllowed):
         await revoke_invite(engine=engine, invite_id=row.invite_id, by=reviewer)
     assert await invite_refusal(engine=engine, token="x") == INVITE_UNKNOWN
+
+
+async def test_a_second_invite_for_the_same_email_in_another_case_is_refused(engine, config):
+    await create_invite(engine=engine, email="dup@example.com", role=Role.MEMBER, by=SYSTEM, config=config)
+    with pytest.raises(AuthError, match="already a pending invite for DUP@example.com"):
+        await create_invite(engine=engine, email="DUP@example.com", role=Role.REVIEWER, by=SYSTEM, config=config)
+    [row] = await pending_invites(engine=engine, by=SYSTEM)
+    assert (row.email, row.role) == ("dup@example.com", Role.MEMBER)
+    await revoke_invite(engine=engine, invite_id=row.invite_id, by=SYSTEM)  # revoked: a new one may go out
+    await create_invite(engine=engine, email="DUP@example.com", role=Role.REVIEWER, by=SYSTEM, config=config)
+
+
+async def test_an_invite_whose_email_got_an_account_is_not_pending_and_its_link_says_so(engine, config):
+    token = await create_invite(engine=engine, email="CASE@example.com", role=Role.MEMBER, by=SYSTEM, config=config)
+    assert await check_invite(engine=engine, token=token) == ("", "CASE@example.com")  # the join page shows whom it is for
+    await create_with_temporary_password(
+        engine=engine, email="case@example.com", display_name="Case", role=Role.MEMBER, by=SYSTEM
+    )
+    assert await pending_invites(engine=engine, by=SYSTEM) == []
+    refusal, email = await check_invite(engine=engine, token=token)
+    assert refusal == INVITE_HAS_ACCOUNT.format(email="CASE@example.com") and email == "CASE@example.com"
+    assert "can't be used" in refusal

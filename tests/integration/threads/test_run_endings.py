@@ -105,7 +105,7 @@ async def test_stop_while_an_approved_tool_runs(fake_openai, tmp_path, database_
         assert await svc.stop(t, owner=OWNER)
         view = await svc.load(t, owner=OWNER)
         [row] = cancelled_rows(view)
-        assert row.tool_name == "slow_task" and row.outcome == "error"
+        assert row.tool_name == "slow_task" and row.outcome == "cancelled"  # Stop: neutral, not an error
         assert_pairing(await checkpointed(svc, t))
         # slow_task's wait is cancelled with the run (Stop really stops the tool), so nothing is
         # left running and the next step may start at once

@@ -97,7 +97,7 @@ async def test_stop_rolls_back_an_approved_write_and_continue_does_not_run_it(da
     view = await svc.load(t, owner=OWNER)
     assert view.status == "idle"
     [row] = [m for m in view.messages if m.role == "tool" and m.tool_call_id == pending.tool_call_ids[0]]
-    assert row.outcome == "error" and row.text.startswith("Cancelled by the user (Stop)")
+    assert row.outcome == "cancelled" and row.text.startswith("Cancelled by the user (Stop)")  # neutral, not "error"
     assert view.messages[-1].role == "assistant" and "Cancelled by the user" in view.messages[-1].text
     await svc.engines.async_.dispose()
     svc.engines.sync.dispose()

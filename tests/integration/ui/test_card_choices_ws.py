@@ -151,6 +151,28 @@ async def test_a_checked_edit_survives_a_reload_and_is_sent_as_edited(server):
     assert row["decision_type"] == "edit" and '"alice@example.com"' in row["args_executed"]
 
 
+async def test_a_write_file_preview_follows_the_checked_edit_also_after_a_reload(server):
+    tid, mo = str(uuid.uuid4()), str(uuid.uuid4())
+    edited = '{"path": "notes/p.txt", "content": "edited content"}'
+
+    def preview(c: WsClient) -> str:
+        return (c.review.get("cards") or [{}])[0].get("preview_body", "")
+
+    async with WsClient(server.url, browser_id=mo) as tab:
+        await tab.load_thread(tid)
+        await tab.send("write notes/p.txt: pp")
+        await tab.wait_review(1)
+        await tab.wait_for(lambda c: "+pp" in preview(c), what="the proposed call's diff")
+        await tab.call("ReviewState.save_edit", index=0, text=edited)
+        await tab.wait_for(lambda c: "+edited content" in preview(c), what="the diff of the checked edit (before: +pp)")
+        assert "+pp" not in preview(tab)
+    async with WsClient(server.url, browser_id=mo) as tab:  # a reload shows the kept edit's diff
+        await tab.load_thread(tid)
+        await tab.wait_for(lambda c: "+edited content" in preview(c), what="the kept edit's diff")
+        await tab.call("ReviewState.choose", index=0, kind="approve")  # the edit dropped: the proposal's diff again
+        await tab.wait_for(lambda c: "+pp" in preview(c), what="the proposed call's diff again")
+
+
 async def test_a_kept_choice_the_rights_refuse_is_not_shown(server):
     tid, may = str(uuid.uuid4()), str(uuid.uuid4())
     async with WsClient(server.url, browser_id=may) as tab:

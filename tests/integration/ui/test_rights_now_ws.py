@@ -43,9 +43,10 @@ async def test_the_reviewer_tab_follows_the_run_it_released_and_can_reload(serve
             await tab.wait_for(lambda c: c.chat.get("status") == "idle" and not c.chat.get("streaming"), timeout=30,
                                what="Rita's tab sees the run end")
             assert tab.chat["load_error"] == "" and not tab.review.get("cards")
+            assert tab.chat["read_only"], "her live tab stays read-only (no composer) once the run ends"
             assert any("Paid" in (m.get("text") or "") or m.get("role") == "tool" for m in tab.chat["messages"])
         async with WsClient(server.url, session=rita.token) as again:  # a reload of her tab
             chat = await again.load_thread(tid)
-            assert chat["load_error"] == "" and chat["status"] == "idle" and not chat["streaming"]
+            assert chat["load_error"] == "" and chat["status"] == "idle" and not chat["streaming"] and chat["read_only"]
     [row] = app_db.audit_rows(server.data_dir, tid)
     assert row["decision_type"] == "approve" and row["reviewer_id"] == str(rita.account_id)

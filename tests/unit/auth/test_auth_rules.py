@@ -76,7 +76,13 @@ def test_display_name_stays_plain_text():
 
 def test_display_name_loses_control_bidi_and_zero_width_characters():
     assert clean_display_name("Da\u202ena\u200b\x00\n  Smith\r\n") == "Dana Smith"
-    assert len(clean_display_name("x" * 500)) == 100
+    assert len(clean_display_name("x" * 100)) == 100
+    assert len(clean_display_name("x" * 500, cut=True)) == 100  # a single sign-on provider's name is cut
+
+
+def test_a_typed_name_over_the_limit_is_refused_with_the_limit_not_cut():
+    with pytest.raises(AuthError, match=r"at most 100 characters for the name \(this one has 3,000\)"):
+        clean_display_name("x" * 3000)
     with pytest.raises(AuthError, match="Enter a name"):
         clean_display_name("\u200b \n")
 
