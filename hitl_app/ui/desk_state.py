@@ -66,6 +66,7 @@ class DeskState(SessionState):
     escalated_note: str = ""
     undo_ms: int = 0
     undo_by: str = ""
+    can_undo: bool = False
     undo_error: str = ""
     grant_options: list[list[list[str]]] = []
     grant_notes: list[str] = []
@@ -76,6 +77,7 @@ class DeskState(SessionState):
         """Show ``desk`` (None: no review). Private: not callable from the browser."""
         if desk is None:
             self.deadline_ms = self.undo_ms = 0
+            self.can_undo = False
             self.grant_options, self.grant_notes, self.grant_choice = [], [], []
             self.escalated_note = self.undo_error = ""
             self._interrupt_id = ""
@@ -89,6 +91,7 @@ class DeskState(SessionState):
             f"Past its deadline: the {desk.escalated_to}s may decide it now." if desk.escalated_to else ""
         )
         self.undo_ms, self.undo_by = _ms(desk.undo_until), desk.undo_by
+        self.can_undo = desk.viewer_may_undo and desk.undo_until is not None
         owner = "my" if desk.viewer_is_owner else possessive(desk.owner_name)
         self.grant_options = [
             [[v, label] for s in scopes for v, label in grant_choices(s, owner)] for scopes in desk.grant_scopes

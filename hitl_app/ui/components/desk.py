@@ -75,14 +75,23 @@ def card_grant(card: CardRow) -> rx.Component:
 
 
 def undo_bar() -> rx.Component:
-    """After Submit with an undo window: "Running in 10 s · Undo"."""
+    """After Submit with an undo window: "Running in 10 s · Undo" for the submitter (or an admin),
+    "Running in 10 s unless Rex undoes it" for everyone else."""
     return rx.callout.root(
         rx.hstack(
             rx.icon("hourglass", size=16),
             rx.text(_countdown(DeskState.undo_ms, "Running in ", "Starting now…", "undo-left"), size="3", weight="medium"),
-            rx.text("·", color=theme.MUTED),
-            rx.button(
-                "Undo", on_click=DeskState.undo, size="2", variant="solid", color_scheme="amber", data_testid="undo-button"
+            rx.cond(  # only the person whose submission opened the window (or an admin) may undo it
+                DeskState.can_undo,
+                rx.hstack(
+                    rx.text("·", color=theme.MUTED),
+                    rx.button(
+                        "Undo", on_click=DeskState.undo, size="2", variant="solid", color_scheme="amber",
+                        data_testid="undo-button",
+                    ),
+                    align="center", spacing="3",
+                ),
+                rx.text("unless ", DeskState.undo_by, " undoes it", size="2", color=theme.MUTED),
             ),
             rx.spacer(),
             rx.text("submitted by ", DeskState.undo_by, size="1", color=theme.MUTED),
