@@ -167,10 +167,15 @@ def all_decided(cards: Sequence[DraftCard]) -> bool:
 
 
 def submit_label(cards: Sequence[DraftCard]) -> str:
-    """``"Submit 2 decisions"``: the cards this person can still decide; ``""`` when there are none
-    (the button is hidden and ``nothing_left_note`` shown)."""
-    n = len(mine(cards))
-    return f"Submit {n} decision{'s' if n != 1 else ''}" if n else ""
+    """``"Submit 2 decisions"``: the decisions this person made so far on the cards they can
+    still decide (``"Submit"`` before the first); ``""`` when there are no such cards (the button
+    is hidden and ``nothing_left_note`` shown). The button is enabled only once ``all_decided``:
+    a submission must decide every card that is theirs (the server checks it too)."""
+    own = mine(cards)
+    n = sum(1 for card in own if is_decided(card))
+    if not own:
+        return ""
+    return f"Submit {n} decision{'s' if n != 1 else ''}" if n else "Submit"
 
 
 def nothing_left_note(cards: Sequence[DraftCard]) -> str:

@@ -266,7 +266,8 @@ def _cards_panel() -> rx.Component:
                 rx.cond(
                     ReviewState.submit_label != "",
                     rx.button(ReviewState.submit_label, on_click=ReviewState.submit, size="3", data_testid="submit-decisions",
-                              variant=rx.cond(ReviewState.all_decided, "solid", "soft"), title="Submit (Ctrl+Enter)",
+                              disabled=~ReviewState.all_decided,  # every card of theirs first (C5; the server checks)
+                              title=rx.cond(ReviewState.all_decided, "Submit (Ctrl+Enter)", "Decide every card that is yours first"),
                               custom_attrs={"aria-keyshortcuts": "Control+Enter"}),
                 ),
                 rx.cond(

@@ -4,6 +4,9 @@ with a long undo window on ``send_email``), as the QA pass of 2026-12-01 found i
 * Undo belongs to the person whose submission opened the window (or an admin): a member whose
   earlier partial submission did not open it is refused and shown no Undo; when the submitter
   undoes, the other tabs on the thread show it live (the window gone, the card waiting again).
+* C5: a submission must decide every card still the person's: an admin who approved one of
+  three cards sees "Submit 1 decision" disabled, and a forged submit is refused with a readable
+  message and writes nothing; cards left to others (a member's delete) stay a partial submission.
 """
 
 from __future__ import annotations
@@ -96,3 +99,26 @@ async def test_an_admin_may_undo_and_the_submitters_tab_follows_live(server):
         await mo.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="the undo shown live in Mo's tab")
         await rex.wait_for(lambda c: c.review["cards"][1]["standing"] == "open", what="the delete Rex's to decide again")
     assert app_db.audit_rows(server.data_dir, tid) == []
+
+
+async def test_a_partial_set_of_ones_own_cards_is_refused_and_writes_nothing(server):
+    tid, ada_key = str(uuid.uuid4()), str(uuid.uuid4())
+    await server.asign_in(ada_key, role="admin", name="Ada")
+    async with WsClient(server.url, browser_id=ada_key) as ada:
+        await ada.load_thread(tid)
+        await ada.send("email a@example.com about a: b and email c@example.com about c: d and write notes/p.txt: pp")
+        assert [c["tool_name"] for c in await ada.wait_review(3)] == ["send_email", "send_email", "write_file"]
+        assert ada.review["submit_label"] == "Submit"  # nothing chosen yet
+        await ada.call("ReviewState.choose", index=0, kind="approve")
+        await ada.wait_for(lambda c: c.review["cards"][0]["choice"] == "approve", what="the pick")
+        assert ada.review["submit_label"] == "Submit 1 decision" and ada.review["all_decided"] is False
+        assert ada.review["summary"] == "1 of 3 decided"
+        await ada.call("ReviewState.submit")  # forged: the button is disabled
+        await ada.wait_for(lambda c: c.review.get("review_error"), what="the refusal")
+        assert ada.review["review_error"] == (
+            "Decide every card that is yours before submitting: 1 of 3 decided; card 2 (send_email) has no decision yet."
+        )
+        await ada.settle()
+        assert ada.chat["status"] == "review" and [c["standing"] for c in ada.review["cards"]] == ["open"] * 3
+    assert app_db.audit_rows(server.data_dir, tid) == []
+    assert app_db.query(server.data_dir, "SELECT COUNT(*) FROM decision_drafts WHERE thread_id = ?", (tid,)) == [(0,)]

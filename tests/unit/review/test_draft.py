@@ -164,15 +164,17 @@ def test_the_reviewer_who_gave_the_first_of_two_approvals_is_waiting_not_undecid
     assert draft.nothing_left_note(cards) == draft.WAITING_NOTE
 
 
-def test_submit_counts_only_the_cards_this_person_can_still_decide():
+def test_submit_counts_the_choices_made_on_the_cards_this_person_can_still_decide():
     cards = [card(0, standing="complete", allowed=[]), card(1, "approve"), card(2), card(3, standing="waiting", allowed=[])]
-    assert draft.submit_label(cards) == "Submit 2 decisions"
+    assert draft.submit_label(cards) == "Submit 1 decision"  # the choices made (C5: not yet enabled)
     assert draft.summary(cards) == "2 of 4 decided · 1 waiting for another reviewer"
     assert not draft.all_decided(cards) and draft.approve_rest(cards) == [2]
     cards[2].choice = "reject"
+    assert draft.submit_label(cards) == "Submit 2 decisions"
     assert draft.all_decided(cards) and draft.nothing_left_note(cards) == ""
     assert draft.nothing_left_note([card(0, standing="complete", allowed=[])]) == "Every card is decided; the agent goes on."
-    assert draft.submit_label([card(0)]) == "Submit 1 decision"
+    assert draft.submit_label([card(0)]) == "Submit"
+    assert draft.submit_label([card(0, "approve")]) == "Submit 1 decision"
 
 
 # ---- the composer line: what is left for this person ------------------------------------------
