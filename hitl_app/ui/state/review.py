@@ -323,9 +323,8 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
             if not chat.streaming:  # a second click while the first submission runs says nothing
                 self.review_error = "Nothing to submit: this review was already decided or is no longer pending."
             return
-        if note := draft.nothing_left_note(self.cards):  # e.g. Ctrl+Enter with nothing left to decide
-            self.review_error = note
-            return
+        if draft.nothing_left_note(self.cards):  # e.g. a double-click: the first click sent everything,
+            return  # and the panel already says what the review waits for (no error: nothing went wrong)
         blank = draft.unanswered(self.cards)
         if blank is not None:
             self._set(blank.index, error=draft.unanswered_message(blank))

@@ -7,6 +7,8 @@ with a long undo window on ``send_email``), as the QA pass of 2026-12-01 found i
 * C5: a submission must decide every card still the person's: an admin who approved one of
   three cards sees "Submit 1 decision" disabled, and a forged submit is refused with a readable
   message and writes nothing; cards left to others (a member's delete) stay a partial submission.
+* A double-clicked Submit: the second click is a no-op (no error banner), and no waiting note
+  is left under the finished turn once a reviewer completes the review.
 """
 
 from __future__ import annotations
@@ -122,3 +124,30 @@ async def test_a_partial_set_of_ones_own_cards_is_refused_and_writes_nothing(ser
         assert ada.chat["status"] == "review" and [c["standing"] for c in ada.review["cards"]] == ["open"] * 3
     assert app_db.audit_rows(server.data_dir, tid) == []
     assert app_db.query(server.data_dir, "SELECT COUNT(*) FROM decision_drafts WHERE thread_id = ?", (tid,)) == [(0,)]
+
+
+async def test_a_second_identical_submit_is_a_no_op_and_no_waiting_note_outlives_the_review(server):
+    tid, mo_key, rex_key = (str(uuid.uuid4()) for _ in range(3))
+    await server.asign_in(rex_key, role="reviewer", name="Rex")
+    async with WsClient(server.url, browser_id=mo_key) as mo:
+        await mo.load_thread(tid)
+        await mo.send("write notes/dd.txt: dd and delete notes/old.txt")
+        assert [c["tool_name"] for c in await mo.wait_review(2)] == ["write_file", "delete_file"]
+        await mo.call("ReviewState.choose", index=0, kind="approve")
+        await mo.call("ReviewState.submit")
+        await mo.call("ReviewState.submit")  # the double-click: Reflex runs it after the first
+        await mo.wait_for(lambda c: c.review["cards"][0]["standing"] == "complete", what="Mo's approval in")
+        await mo.settle()
+        assert mo.review["review_error"] == ""
+        drafts = app_db.query(server.data_dir, "SELECT action_index FROM decision_drafts WHERE thread_id = ?", (tid,))
+        assert drafts == [(0,)]  # written once
+        async with WsClient(server.url, browser_id=rex_key) as rex:
+            await rex.load_thread(tid)
+            await rex.wait_review(2)
+            await rex.call("ReviewState.choose", index=1, kind="approve")
+            await rex.call("ReviewState.submit")
+            await mo.wait_for(lambda c: c.chat.get("status") == "idle" and not c.chat.get("streaming")
+                              and not c.review.get("cards"), timeout=30, what="the run ends in Mo's tab")
+        await mo.settle()
+        assert mo.review["review_error"] == "" and mo.review["review_note"] == ""
+    assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["approve", "approve"]
