@@ -258,8 +258,7 @@ async def record_decisions(
 ) -> Recorded:
     """Check and write ``person``'s decisions on ``review`` (``None`` = not this card).
 
-    ``whole`` (default): ``person`` must decide every card still theirs (``check_whole``), re-checked
-    on each attempt, so a card another person decided meanwhile is no longer asked of them.
+    ``whole``: ``person`` must decide every card still theirs (``check_whole``, on each attempt).
 
     ``before_claim`` runs just before a claim is written (e.g. the run limits' check; it raises to
     refuse). ``grants`` (checked by ``ReviewDesk.check_grants``) are written with the decisions, in

@@ -14,7 +14,8 @@ per tool, the deadline, whether grants are allowed and how long the undo window 
   worker takes it first); ``undo`` releases the claim, so the review is answerable again: the
   decisions of the undone submission and the grants made with them go (grants made with earlier,
   partial submissions stay, as those approvals do), and the submitter's kept card choices
-  (``store.choices``) come back. Only the submitter or an admin may undo. Both are review events (``store.desk``) beside the audit.
+  (``store.choices``) come back. Only the submitter or an admin may
+  undo. Both are review events (``store.desk``) beside the audit.
 - ``decorate`` adds the ``DeskView`` to a thread view (deadline, escalation, undo window, grants).
 """
 

@@ -119,7 +119,7 @@ class DeskState(SessionState):
         """Undo the submission while its window is open: the cards come back as they were (the
         submitter's kept choices, also after a reload), and the inbox count at once."""
         from hitl_app.ui.state.chat import ChatState
-        from hitl_app.ui.state.review import inbox_reread
+        from hitl_app.ui.state.review import UNDONE_NOTE, ReviewState, inbox_reread
 
         chat = await self.get_state(ChatState)
         if (person := await self.require_principal()) is None:
@@ -129,7 +129,10 @@ class DeskState(SessionState):
             await service.desk.undo(chat.tid, self._interrupt_id, person)
         except ThreadError as exc:
             self.undo_error = exc.message
+            undone = False
         else:
-            self.undo_error = ""
+            self.undo_error, undone = "", True
         await chat._apply_view(await service.load(chat.tid, viewer=person))
+        if undone:  # nothing goes on by itself now: say so (not "once every card is decided")
+            (await self.get_state(ReviewState)).review_note = UNDONE_NOTE
         return [ChatState.watch, inbox_reread()]

@@ -16,14 +16,29 @@ from hitl_app.ui.desk_state import NO_GRANT, DeskState
 from hitl_app.ui.rows import CardRow
 
 
-def _countdown(due, before: str, done: str, testid: str) -> rx.Component:
+def _countdown(due, before: str, done: str, testid: str, after: str = "") -> rx.Component:
     """A span the page's countdown ticker fills (``assets/js/countdown.js``)."""
     return rx.el.span(
         custom_attrs={
             "data-countdown-due": due, "data-server-now": DeskState.server_now_ms,
-            "data-countdown-before": before, "data-countdown-done": done, "data-testid": testid,
+            "data-countdown-before": before, "data-countdown-after": after, "data-countdown-done": done,
+            "data-testid": testid,
         },
         aria_live="polite",
+    )
+
+
+def composer_status(line) -> rx.Component:
+    """The locked composer's line about the review: ``line`` (``ReviewState.composer_line``), or
+    during an undo window "Every card is decided: the agent goes on in 12 s unless the submission
+    is undone." (test id ``composer-undo-left``), counting down."""
+    return rx.cond(
+        DeskState.undo_ms > 0,
+        _countdown(
+            DeskState.undo_ms, "Every card is decided: the agent goes on in ", "Every card is decided: the agent goes on now.",
+            "composer-undo-left", after=" unless the submission is undone.",
+        ),
+        rx.el.span(line),
     )
 
 

@@ -4,6 +4,8 @@ with a long undo window on ``send_email``), as the QA pass of 2026-12-01 found i
 * Undo belongs to the person whose submission opened the window (or an admin): a member whose
   earlier partial submission did not open it is refused and shown no Undo; when the submitter
   undoes, the other tabs on the thread show it live (the window gone, the card waiting again).
+* The texts fit the moment: "a reviewer" before any reviewer acted, the undo window's line while
+  it is open, "press Submit" after an Undo.
 * C5: a submission must decide every card still the person's: an admin who approved one of
   three cards sees "Submit 1 decision" disabled, and a forged submit is refused with a readable
   message and writes nothing; cards left to others (a member's delete) stay a partial submission.
@@ -18,6 +20,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from hitl_app.review import draft
+from hitl_app.ui.state.review import UNDONE_NOTE
 from tests.helpers import app_db
 from tests.helpers.app_server import AppServer
 from tests.helpers.paths import ROOT
@@ -55,6 +59,9 @@ async def _member_then_reviewer(server: AppServer, mo: WsClient, rex: WsClient, 
     await mo.call("ReviewState.choose", index=0, kind="approve")
     await mo.call("ReviewState.submit")
     await mo.wait_for(lambda c: c.review["cards"][0]["standing"] == "complete", what="Mo's approval in")
+    await mo.settle()  # no reviewer acted yet: "a reviewer", not "another"
+    assert mo.review["summary"] == "1 of 2 decided · 1 waiting for a reviewer"
+    assert mo.review["composer_line"] == "Your decisions are in; waiting for 1 more approval from a reviewer."
     await rex.load_thread(tid)
     await rex.wait_review(2)
     await rex.call("ReviewState.choose", index=1, kind="approve")
@@ -70,6 +77,9 @@ async def test_only_the_submitter_may_undo_and_other_tabs_follow_live(server):
         await _member_then_reviewer(server, mo, rex, tid)
         assert desk(rex)["can_undo"] is True and desk(mo)["can_undo"] is False  # the Undo shows only to Rex
         assert desk(mo)["undo_by"] == "Rex"
+        # the composer says the agent goes on when the window ends (the page counts the seconds)
+        assert mo.review["composer_line"] == rex.review["composer_line"] == draft.UNDO_LINE
+        assert rex.review["review_note"] == ""
         await mo.call(f"{DESK}.undo")  # forged: Mo's page has no Undo
         await mo.wait_for(lambda c: desk(c).get("undo_error"), what="the refusal")
         assert desk(mo)["undo_error"] == "Only Rex, whose submission started this, or an admin may undo it."
@@ -78,10 +88,15 @@ async def test_only_the_submitter_may_undo_and_other_tabs_follow_live(server):
         assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["approve", "approve"]
         await rex.call(f"{DESK}.undo")
         await rex.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="undone in Rex's tab")
+        await rex.wait_for(lambda c: c.review["cards"][1]["choice"] == "approve", what="Rex's choice back")
+        assert rex.review["review_note"] == UNDONE_NOTE and rex.review["summary"] == "2 of 2 decided"
+        assert rex.review["composer_line"] == draft.DECIDE_ALL
         # Mo's tab follows without a reload: the window is gone, the delete waits for a reviewer again
         await mo.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="the undo shown live in Mo's tab")
         await mo.wait_for(lambda c: c.review["cards"][1]["standing"] != "complete", what="the delete open again")
         assert mo.review["cards"][0]["standing"] == "complete"  # Mo's own approval stays
+        await mo.wait_for(lambda c: c.review["composer_line"] != draft.UNDO_LINE, what="Mo's line after the undo")
+        assert mo.review["composer_line"] == "Your decisions are in; waiting for 1 more approval from a reviewer."
     assert app_db.audit_rows(server.data_dir, tid) == []
 
 
