@@ -158,8 +158,7 @@ def test_ask_user_needs_an_answer_and_the_reply_uses_it(page: Page, app_server: 
     answer = page.get_by_test_id("respond-message")
     expect(answer).to_be_visible()
 
-    page.get_by_test_id("submit-decisions").click()
-    expect(page.get_by_test_id("review-error")).to_be_visible()
+    expect(page.get_by_test_id("submit-decisions")).to_be_disabled()  # no answer yet: nothing to submit (C5)
     expect(cards(page)).to_have_count(1)
     expect(messages(page, "tool")).to_have_count(0)
 
