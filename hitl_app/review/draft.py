@@ -37,11 +37,16 @@ from hitl_app.review.types import (
 OPEN, WAITING, COMPLETE = "open", "waiting", "complete"
 """A card's ``standing`` for the viewer (see the module docstring)."""
 
-WAITING_NOTE = "Waiting for another reviewer: nothing is left for you to decide here."
-"""Shown instead of Submit when every open card waits for someone else."""
+WAITING_NOTE = "Waiting for a reviewer: nothing is left for you to decide here."
+"""Shown instead of Submit when every open card waits for someone else (``waiting_note`` says
+"another reviewer" instead once this person's own approval is on a waiting card)."""
 
-WITHDRAW_NOTE = "Waiting for another reviewer. You can still stop a waiting card with its Reject button."
+WITHDRAW_NOTE = "Waiting for a reviewer. You can still stop a waiting card with its Reject button."
 """``WAITING_NOTE`` when a waiting card still offers this person Reject."""
+
+UNDO_LINE = "Every card is decided: the agent goes on when the undo window ends, unless the submission is undone."
+"""The composer line while a completed review waits out its undo window (the page shows the
+seconds left: ``components.desk.undo_line``)."""
 
 FINISH_EDIT = "Finish this edit (Check edit) or cancel it before approving the rest."
 """Shown on a card whose edit is still open when the reviewer presses "Approve the rest"."""
@@ -147,17 +152,24 @@ def decided_count(cards: Sequence[DraftCard]) -> int:
     return sum(1 for card in cards if card.standing == COMPLETE or (is_mine(card) and is_decided(card)))
 
 
+def waiting_for(cards: Sequence[DraftCard]) -> str:
+    """Whom the waiting cards wait for, in words: ``"another reviewer"`` once this person's own
+    decision is on one of them (their approval is in, a second is needed), else ``"a reviewer"``."""
+    waiting = [c for c in cards if c.standing == WAITING]
+    return "another reviewer" if any(getattr(c, "yours", False) for c in waiting) else "a reviewer"
+
+
 def waiting_count(cards: Sequence[DraftCard]) -> int:
     """How many cards wait for someone else (``WAITING`` and not picked in this draft)."""
     return sum(1 for card in cards if card.standing == WAITING and not card.choice)
 
 
 def summary(cards: Sequence[DraftCard]) -> str:
-    """The review's counter line: ``"2 of 3 decided"``, plus ``" · 1 waiting for another
-    reviewer"`` when some cards wait for someone else."""
+    """The review's counter line: ``"2 of 3 decided"``, plus ``" · 1 waiting for a reviewer"``
+    when some cards wait for someone else (``waiting_for``)."""
     waiting = waiting_count(cards)
     line = f"{decided_count(cards)} of {len(cards)} decided"
-    return line + (f" · {waiting} waiting for another reviewer" if waiting else "")
+    return line + (f" · {waiting} waiting for {waiting_for(cards)}" if waiting else "")
 
 
 def all_decided(cards: Sequence[DraftCard]) -> bool:
@@ -167,10 +179,15 @@ def all_decided(cards: Sequence[DraftCard]) -> bool:
 
 
 def submit_label(cards: Sequence[DraftCard]) -> str:
-    """``"Submit 2 decisions"``: the cards this person can still decide; ``""`` when there are none
-    (the button is hidden and ``nothing_left_note`` shown)."""
-    n = len(mine(cards))
-    return f"Submit {n} decision{'s' if n != 1 else ''}" if n else ""
+    """``"Submit 2 decisions"``: the decisions this person made so far on the cards they can
+    still decide (``"Submit"`` before the first); ``""`` when there are no such cards (the button
+    is hidden and ``nothing_left_note`` shown). The button is enabled only once ``all_decided``:
+    a submission must decide every card that is theirs (the server checks it too)."""
+    own = mine(cards)
+    n = sum(1 for card in own if is_decided(card))
+    if not own:
+        return ""
+    return f"Submit {n} decision{'s' if n != 1 else ''}" if n else "Submit"
 
 
 def nothing_left_note(cards: Sequence[DraftCard]) -> str:
@@ -180,7 +197,8 @@ def nothing_left_note(cards: Sequence[DraftCard]) -> str:
     if not cards or mine(cards):
         return ""
     if waiting_count(cards):
-        return WITHDRAW_NOTE if any("reject" in c.allowed for c in cards if c.standing == WAITING) else WAITING_NOTE
+        note = WITHDRAW_NOTE if any("reject" in c.allowed for c in cards if c.standing == WAITING) else WAITING_NOTE
+        return note.replace("a reviewer", waiting_for(cards), 1)
     return "Every card is decided; the agent goes on."
 
 
@@ -204,7 +222,7 @@ def composer_line(cards: Sequence[WaitingCard]) -> str:
     if not cards:
         return ""
     waiting = [c for c in cards if c.standing == WAITING and not c.choice]
-    who = " or ".join(dict.fromkeys(c.others for c in waiting if c.others)) or "another reviewer"
+    who = " or ".join(dict.fromkeys(c.others for c in waiting if c.others)) or waiting_for(cards)
     own = len(mine(cards))
     if own:
         if not waiting:

@@ -201,6 +201,31 @@ def _apply(cards: list[Card], typed: Sequence[AnyDecision | None], person: Perso
     return out
 
 
+def check_whole(cards: Sequence[Card], typed: Sequence[AnyDecision | None], person: Person) -> None:
+    """Refuse a submission that leaves out a card ``person`` may still decide (case C5).
+
+    ``cards`` are the review's cards before these decisions. A card is ``person``'s to decide when
+    it is not complete and its standing for them is ``open`` (``draft.standing``); a card they may
+    only withdraw (reject) while it waits for someone else is not, nor a complete one.
+
+    Raises:
+        ReviewError: ``count`` with "Decide every card that is yours before submitting: 1 of 3
+            decided; card 2 (write_file) has no decision yet."; nothing is written.
+    """
+    own = [
+        i for i, card in enumerate(cards)
+        if draft.standing(complete=progress(card).complete, allowed=may_decide(card, person).allowed,
+                          tool_allows=card.allowed_decisions) == draft.OPEN
+    ]
+    missing = [i for i in own if i >= len(typed) or typed[i] is None]
+    if missing:
+        first = missing[0]
+        raise ReviewError(
+            f"Decide every card that is yours before submitting: {len(own) - len(missing)} of {len(own)} decided; "
+            f"card {first + 1} ({cards[first].tool}) has no decision yet.", code="count",
+        )
+
+
 def _final(cards: Sequence[Card], payloads: Sequence[Sequence[dict[str, Any]]]) -> tuple[list[AnyDecision], list[DecidedBy]]:
     """The decision each (complete) card resumes with, and who decided it, for the audit rows."""
     decisions, who = [], []
@@ -229,20 +254,26 @@ async def record_decisions(
     rights: Mapping[str, ToolRights],
     before_claim: Callable[[], None] = lambda: None,
     grants: Sequence[grant_store.NewGrant] = (),
+    whole: bool = True,
 ) -> Recorded:
     """Check and write ``person``'s decisions on ``review`` (``None`` = not this card).
+
+    ``whole``: ``person`` must decide every card still theirs (``check_whole``, on each attempt).
 
     ``before_claim`` runs just before a claim is written (e.g. the run limits' check; it raises to
     refuse). ``grants`` (checked by ``ReviewDesk.check_grants``) are written with the decisions, in
     the same commit, whether or not these decide the last card (``completing`` when they do).
-    Raises ReviewError: ``forbidden`` (the rights refuse a decision; logged),
+    Raises ReviewError: ``count`` (a card of theirs left out), ``forbidden`` (the rights refuse a decision; logged),
     ``stale`` (the review was decided meanwhile, or too many concurrent writers).
     """
     for _ in range(MAX_ATTEMPTS):
         async with session() as s:
             drafts = await drafts_store.read_drafts(session=s, interrupt_id=review.interrupt_id)
         counted = await requalify(session=session, review=review, owner_id=owner_id, rights=rights, drafts=drafts)
-        cards = _apply(cards_for(review, owner_id, rights, counted.drafts), typed, person)
+        before = cards_for(review, owner_id, rights, counted.drafts)
+        if whole:
+            check_whole(before, typed, person)
+        cards = _apply(before, typed, person)
         new = [
             drafts_store.NewDraft(i, str(person.account_id), person.display_name, str(person.role), decision_payload(d))
             for i, d in enumerate(typed) if d is not None

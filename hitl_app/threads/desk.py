@@ -14,7 +14,8 @@ per tool, the deadline, whether grants are allowed and how long the undo window 
   worker takes it first); ``undo`` releases the claim, so the review is answerable again: the
   decisions of the undone submission and the grants made with them go (grants made with earlier,
   partial submissions stay, as those approvals do), and the submitter's kept card choices
-  (``store.choices``) come back. Both are review events (``store.desk``) beside the audit.
+  (``store.choices``) come back. Only the submitter or an admin may
+  undo. Both are review events (``store.desk``) beside the audit.
 - ``decorate`` adds the ``DeskView`` to a thread view (deadline, escalation, undo window, grants).
 """
 
@@ -237,8 +238,12 @@ class ReviewDesk:
     async def undo(self, thread_id: str, interrupt_id: str, person: Person) -> None:
         """Undo a submission in its window: the review is answerable again, as before the submit.
 
+        Only the person whose submission opened the window, or an admin, may undo it: an undo
+        withdraws that person's decisions, and another reviewer's approval is not a member's to
+        take back (the owner included).
+
         Raises:
-            ThreadError: ``forbidden`` (not the person who submitted, the owner or an admin),
+            ThreadError: ``forbidden`` (not the person who submitted, nor an admin),
                 ``too_late`` (the window ended, or it was undone already).
         """
         async with self.service._session() as session:
@@ -246,8 +251,9 @@ class ReviewDesk:
         if row is None or row.thread_id != thread_id:
             raise ThreadError("There is no submission to undo.", code="too_late")
         who = str(person.account_id)
-        if who not in (row.by_id, row.owner_id) and not is_admin(person):
-            raise ThreadError("Only the person who submitted, the owner or an admin may undo it.", code="forbidden")
+        if not self.may_undo(row.by_id, person):
+            raise ThreadError(f"Only {row.by_name or 'the person who submitted'}, whose submission started this, "
+                              "or an admin may undo it.", code="forbidden")
         async with self.service._session() as session:
             if not await desk_store.undo_resume(session=session, interrupt_id=row.interrupt_id, now=utcnow()):
                 raise ThreadError("Too late to undo: the agent has already gone on.", code="too_late")
@@ -258,6 +264,12 @@ class ReviewDesk:
                 display_name=person.display_name[:100], role=str(person.role)[:20], note="submission undone",
             ))
         await self.service.bus.reviews.announce()  # answerable again: every inbox re-reads
+
+    @staticmethod
+    def may_undo(submitted_by: str, person: Person) -> bool:
+        """True when ``person`` may undo a submission made by account ``submitted_by`` (that
+        person, or an admin)."""
+        return str(person.account_id) == submitted_by or is_admin(person)
 
     async def holds(self, interrupt_id: str) -> bool:
         """True while the review waits out an undo window (its claim must not be released)."""
@@ -293,6 +305,7 @@ class ReviewDesk:
             desk.escalated_to = expiry.escalate_to or ""
         if resume is not None and resume.status == "pending":
             desk.undo_until, desk.undo_by = resume.due_at, resume.by_name
+            desk.viewer_may_undo = self.may_undo(resume.by_id, person)
         for card in cards:
             scopes, note = self.grant_scopes(card, person, owner_id)
             desk.grant_scopes.append(scopes)

@@ -22,6 +22,7 @@ class DeskView(BaseModel):
         escalated_to: set once the deadline passed and the review was escalated (that role decides).
         undo_until: the end of the undo window of a submitted review (None: no window open).
         undo_by: the display name of who submitted it.
+        viewer_may_undo: True when the viewing person may undo it (the submitter, or an admin).
         grant_scopes: per card, the grant scopes the viewing person may add with an approval.
         grant_notes: per card, why no grant is offered (``""`` when some are, or the tool needs none).
         owner_name: the display name of the thread's owner (whose threads a ``person`` grant
@@ -38,6 +39,7 @@ class DeskView(BaseModel):
     escalated_to: str = ""
     undo_until: datetime | None = None
     undo_by: str = ""
+    viewer_may_undo: bool = False
     grant_scopes: list[list[str]] = []
     grant_notes: list[str] = []
     owner_name: str = ""

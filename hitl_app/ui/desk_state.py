@@ -66,6 +66,7 @@ class DeskState(SessionState):
     escalated_note: str = ""
     undo_ms: int = 0
     undo_by: str = ""
+    can_undo: bool = False
     undo_error: str = ""
     grant_options: list[list[list[str]]] = []
     grant_notes: list[str] = []
@@ -76,6 +77,7 @@ class DeskState(SessionState):
         """Show ``desk`` (None: no review). Private: not callable from the browser."""
         if desk is None:
             self.deadline_ms = self.undo_ms = 0
+            self.can_undo = False
             self.grant_options, self.grant_notes, self.grant_choice = [], [], []
             self.escalated_note = self.undo_error = ""
             self._interrupt_id = ""
@@ -89,6 +91,7 @@ class DeskState(SessionState):
             f"Past its deadline: the {desk.escalated_to}s may decide it now." if desk.escalated_to else ""
         )
         self.undo_ms, self.undo_by = _ms(desk.undo_until), desk.undo_by
+        self.can_undo = desk.viewer_may_undo and desk.undo_until is not None
         owner = "my" if desk.viewer_is_owner else possessive(desk.owner_name)
         self.grant_options = [
             [[v, label] for s in scopes for v, label in grant_choices(s, owner)] for scopes in desk.grant_scopes
@@ -116,7 +119,7 @@ class DeskState(SessionState):
         """Undo the submission while its window is open: the cards come back as they were (the
         submitter's kept choices, also after a reload), and the inbox count at once."""
         from hitl_app.ui.state.chat import ChatState
-        from hitl_app.ui.state.review import inbox_reread
+        from hitl_app.ui.state.review import UNDONE_NOTE, ReviewState, inbox_reread
 
         chat = await self.get_state(ChatState)
         if (person := await self.require_principal()) is None:
@@ -126,7 +129,10 @@ class DeskState(SessionState):
             await service.desk.undo(chat.tid, self._interrupt_id, person)
         except ThreadError as exc:
             self.undo_error = exc.message
+            undone = False
         else:
-            self.undo_error = ""
+            self.undo_error, undone = "", True
         await chat._apply_view(await service.load(chat.tid, viewer=person))
+        if undone:  # nothing goes on by itself now: say so (not "once every card is decided")
+            (await self.get_state(ReviewState)).review_note = UNDONE_NOTE
         return [ChatState.watch, inbox_reread()]

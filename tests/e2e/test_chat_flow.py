@@ -123,9 +123,9 @@ def test_three_action_batch_decided_out_of_order(page: Page, app_server: AppServ
     card(page, 2).get_by_test_id("decision-approve").click()
     card(page, 0).get_by_test_id("decision-approve").click()
     expect(page.get_by_test_id("decided-count")).to_have_text("2 of 3 decided")
-    page.get_by_test_id("submit-decisions").click()
-    expect(page.get_by_test_id("review-error")).to_contain_text("Decide every card")
-    expect(page.get_by_test_id("review-error")).to_contain_text("2 of 3 decided")
+    # C5: two of three decisions cannot be submitted (the server refuses them too: test_review_submit_ws)
+    expect(page.get_by_test_id("submit-decisions")).to_have_text("Submit 2 decisions")
+    expect(page.get_by_test_id("submit-decisions")).to_be_disabled()
     expect(cards(page)).to_have_count(3)
     expect(messages(page, "tool")).to_have_count(0)
     assert target.exists(), "a refused submission must not run anything"
@@ -158,8 +158,7 @@ def test_ask_user_needs_an_answer_and_the_reply_uses_it(page: Page, app_server: 
     answer = page.get_by_test_id("respond-message")
     expect(answer).to_be_visible()
 
-    page.get_by_test_id("submit-decisions").click()
-    expect(page.get_by_test_id("review-error")).to_be_visible()
+    expect(page.get_by_test_id("submit-decisions")).to_be_disabled()  # no answer yet: nothing to submit (C5)
     expect(cards(page)).to_have_count(1)
     expect(messages(page, "tool")).to_have_count(0)
 

@@ -3,6 +3,7 @@ the page is open and after a reload, Undo; screenshots of the countdown, grants 
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,10 +149,17 @@ def test_undo_puts_the_card_back_then_the_window_runs_it(page: Page, desk_server
     page.get_by_test_id("submit-decisions").click()
     undo = page.get_by_test_id("undo")
     expect(undo).to_contain_text("Running in")
+    # the composer line counts down to the run too (not "decide every card, then submit")
+    expect(page.get_by_test_id("composer-undo-left")).to_contain_text(
+        re.compile(r"^Every card is decided: the agent goes on in \d+ s unless the submission is undone\.$")
+    )
     keep(page, "undo-window")
     undo.get_by_test_id("undo-button").click()
     expect(cards(page)).to_have_count(1)
     expect(card(page, 0).get_by_test_id("card-choice")).to_have_text("approve")  # as it was
+    expect(page.get_by_test_id("review-note")).to_have_text(
+        "Undone: your decisions are back on the cards. Nothing happens until you press Submit."
+    )
     expect(messages(page, "tool")).to_have_count(0)
     page.get_by_test_id("submit-decisions").click()
     expect(page.get_by_test_id("undo")).to_be_visible()

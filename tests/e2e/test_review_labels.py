@@ -2,9 +2,10 @@
 examples/policies/team.toml (screenshots in /work/notes/shots/labels/).
 
 * Partial submit: Mo (member) approves the email card and answers the question of a batch whose
-  delete needs a reviewer, and submits. His panel reads "2 of 3 decided · 1 waiting for another
-  reviewer", the two cards say "Decided", and no Submit is offered (a note says he waits for a
-  reviewer and may still withdraw) — before: "0 of 3 decided" and "Submit 3 decisions".
+  delete needs a reviewer, and submits. His panel reads "2 of 3 decided · 1 waiting for a
+  reviewer" (nobody acted on it yet, so not "another"), the two cards say "Decided", and no
+  Submit is offered (a note says he waits for a reviewer and may still withdraw) — before:
+  "0 of 3 decided" and "Submit 3 decisions".
 * Two-person card: Rex approves a payment of 1500; his card reads "1 of 2 approvals: Rex", the
   header "0 of 1 decided · 1 waiting for another reviewer", and Submit is gone.
 """
@@ -47,15 +48,15 @@ def test_partial_submit_counts_the_cards_decided_and_offers_no_submit_for_the_ca
     send(mo, "email bob@example.com about labels: hi and ask me which colour and delete notes.txt")
     expect(mo.get_by_test_id("approval-card")).to_have_count(3)
     count = mo.get_by_test_id("decided-count")
-    expect(count).to_have_text("0 of 3 decided · 1 waiting for another reviewer")
-    expect(mo.get_by_test_id("submit-decisions")).to_have_text("Submit 2 decisions")
-    expect(card(mo, 2).get_by_test_id("card-standing")).to_have_text("Waiting for another reviewer")
+    expect(count).to_have_text("0 of 3 decided · 1 waiting for a reviewer")
+    expect(mo.get_by_test_id("submit-decisions")).to_have_text("Submit")  # nothing chosen yet (C5: disabled)
+    expect(card(mo, 2).get_by_test_id("card-standing")).to_have_text("Waiting for a reviewer")
 
     card(mo, 0).get_by_test_id("decision-approve").click()
     answer = card(mo, 1).get_by_test_id("respond-message")
     answer.fill("blue")
     answer.blur()
-    expect(count).to_have_text("2 of 3 decided · 1 waiting for another reviewer")
+    expect(count).to_have_text("2 of 3 decided · 1 waiting for a reviewer")
     mo.get_by_test_id("submit-decisions").click()
 
     expect(mo.get_by_test_id("review-note")).to_contain_text("Your decisions are saved")
@@ -63,11 +64,11 @@ def test_partial_submit_counts_the_cards_decided_and_offers_no_submit_for_the_ca
         expect(card(mo, i).get_by_test_id("card-standing")).to_have_text("Decided")
         expect(card(mo, i).get_by_test_id("card-note")).to_contain_text("already decided")
     expect(card(mo, 0).get_by_test_id("card-state")).to_have_text(re.compile(r"^send_email: decided \(Approved by Mo"))
-    expect(card(mo, 2).get_by_test_id("card-state")).to_have_text(re.compile(r"^delete_file: waiting for another reviewer"))
-    expect(count).to_have_text("2 of 3 decided · 1 waiting for another reviewer")
+    expect(card(mo, 2).get_by_test_id("card-state")).to_have_text(re.compile(r"^delete_file: waiting for a reviewer"))
+    expect(count).to_have_text("2 of 3 decided · 1 waiting for a reviewer")
     expect(mo.get_by_test_id("submit-decisions")).to_have_count(0)
     expect(mo.get_by_test_id("approve-all")).to_have_count(0)
-    expect(mo.get_by_test_id("nothing-left")).to_contain_text("Waiting for another reviewer")
+    expect(mo.get_by_test_id("nothing-left")).to_contain_text("Waiting for a reviewer")
     _shot(mo, "partial-submit-desktop")
     close(mo)
 
@@ -81,7 +82,7 @@ def test_the_first_of_two_approvals_waits_for_another_reviewer(browser: Browser,
     expect(card(may, 0)).to_be_visible()
     rex.goto(thread_url)
     expect(rex.get_by_test_id("decided-count")).to_have_text("0 of 1 decided")
-    expect(rex.get_by_test_id("submit-decisions")).to_have_text("Submit 1 decision")
+    expect(rex.get_by_test_id("submit-decisions")).to_have_text("Submit")
     card(rex, 0).get_by_test_id("decision-approve").click()
     rex.get_by_test_id("submit-decisions").click()
 

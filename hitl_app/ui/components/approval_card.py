@@ -86,7 +86,7 @@ def _state_text(card: CardRow) -> rx.Component:
         "decided (" + card.progress + ")",
         rx.cond(
             (card.standing == "waiting") & (card.choice == ""),
-            "waiting for another reviewer (" + card.progress + ")",
+            rx.cond(card.yours, "waiting for another reviewer (", "waiting for a reviewer (") + card.progress + ")",
             rx.match(
                 card.choice,
                 ("approve", "approved"),
@@ -105,7 +105,8 @@ def _standing_badge(card: CardRow) -> rx.Component:
         card.standing,
         ("complete", rx.badge(rx.icon("check", size=12), "Decided", color_scheme="green", data_testid="card-standing")),
         ("waiting", rx.cond(card.choice == "", rx.badge(
-            rx.icon("hourglass", size=12), "Waiting for another reviewer", color_scheme="amber", data_testid="card-standing"
+            rx.icon("hourglass", size=12), rx.cond(card.yours, "Waiting for another reviewer", "Waiting for a reviewer"),
+            color_scheme="amber", data_testid="card-standing",
         ))),
         rx.fragment(),
     )
@@ -266,7 +267,10 @@ def _cards_panel() -> rx.Component:
                 rx.cond(
                     ReviewState.submit_label != "",
                     rx.button(ReviewState.submit_label, on_click=ReviewState.submit, size="3", data_testid="submit-decisions",
-                              variant=rx.cond(ReviewState.all_decided, "solid", "soft"), title="Submit (Ctrl+Enter)",
+                              disabled=~ReviewState.all_decided,  # every card of theirs first (C5; the server checks)
+                              title=rx.cond(
+                                  ReviewState.all_decided, "Submit (Ctrl+Enter)", "Decide every card that is yours first"
+                              ),
                               custom_attrs={"aria-keyshortcuts": "Control+Enter"}),
                 ),
                 rx.cond(

@@ -9,6 +9,7 @@ import reflex as rx
 from hitl_app.review.types import MAX_PASTE_CHARS
 from hitl_app.ui import theme
 from hitl_app.ui.components.approval_card import review_panel
+from hitl_app.ui.components.desk import composer_status
 from hitl_app.ui.components.message import message
 from hitl_app.ui.state import COMPOSER_ID, ChatState, ReviewState
 
@@ -95,7 +96,7 @@ def composer() -> rx.Component:
             "Read-only: this is someone else's thread. ",
             rx.cond(  # what is left for this reviewer: their cards, or whom the review waits for now
                 (ChatState.status == "review") & (ReviewState.composer_line != ""),
-                ReviewState.composer_line, "You can decide the cards above that are yours to decide.",
+                composer_status(ReviewState.composer_line), "You can decide the cards above that are yours to decide.",
             ),
             size="2", color=theme.MUTED, data_testid="read-only-notice",
         ),
@@ -112,7 +113,7 @@ def _composer_form() -> rx.Component:
                 rx.cond(
                     (ChatState.status == "review") & (ChatState.load_error == "") & ~ChatState.streaming
                     & (ReviewState.composer_line != ""),
-                    ReviewState.composer_line, ChatState.lock_reason,
+                    composer_status(ReviewState.composer_line), rx.el.span(ChatState.lock_reason),
                 ),
                 size="2", color=theme.MUTED, data_testid="composer-lock-reason",
             )

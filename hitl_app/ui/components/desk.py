@@ -16,14 +16,29 @@ from hitl_app.ui.desk_state import NO_GRANT, DeskState
 from hitl_app.ui.rows import CardRow
 
 
-def _countdown(due, before: str, done: str, testid: str) -> rx.Component:
+def _countdown(due, before: str, done: str, testid: str, after: str = "") -> rx.Component:
     """A span the page's countdown ticker fills (``assets/js/countdown.js``)."""
     return rx.el.span(
         custom_attrs={
             "data-countdown-due": due, "data-server-now": DeskState.server_now_ms,
-            "data-countdown-before": before, "data-countdown-done": done, "data-testid": testid,
+            "data-countdown-before": before, "data-countdown-after": after, "data-countdown-done": done,
+            "data-testid": testid,
         },
         aria_live="polite",
+    )
+
+
+def composer_status(line) -> rx.Component:
+    """The locked composer's line about the review: ``line`` (``ReviewState.composer_line``), or
+    during an undo window "Every card is decided: the agent goes on in 12 s unless the submission
+    is undone." (test id ``composer-undo-left``), counting down."""
+    return rx.cond(
+        DeskState.undo_ms > 0,
+        _countdown(
+            DeskState.undo_ms, "Every card is decided: the agent goes on in ", "Every card is decided: the agent goes on now.",
+            "composer-undo-left", after=" unless the submission is undone.",
+        ),
+        rx.el.span(line),
     )
 
 
@@ -75,14 +90,23 @@ def card_grant(card: CardRow) -> rx.Component:
 
 
 def undo_bar() -> rx.Component:
-    """After Submit with an undo window: "Running in 10 s · Undo"."""
+    """After Submit with an undo window: "Running in 10 s · Undo" for the submitter (or an admin),
+    "Running in 10 s unless Rex undoes it" for everyone else."""
     return rx.callout.root(
         rx.hstack(
             rx.icon("hourglass", size=16),
             rx.text(_countdown(DeskState.undo_ms, "Running in ", "Starting now…", "undo-left"), size="3", weight="medium"),
-            rx.text("·", color=theme.MUTED),
-            rx.button(
-                "Undo", on_click=DeskState.undo, size="2", variant="solid", color_scheme="amber", data_testid="undo-button"
+            rx.cond(  # only the person whose submission opened the window (or an admin) may undo it
+                DeskState.can_undo,
+                rx.hstack(
+                    rx.text("·", color=theme.MUTED),
+                    rx.button(
+                        "Undo", on_click=DeskState.undo, size="2", variant="solid", color_scheme="amber",
+                        data_testid="undo-button",
+                    ),
+                    align="center", spacing="3",
+                ),
+                rx.text("unless ", DeskState.undo_by, " undoes it", size="2", color=theme.MUTED),
             ),
             rx.spacer(),
             rx.text("submitted by ", DeskState.undo_by, size="1", color=theme.MUTED),

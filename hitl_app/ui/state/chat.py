@@ -113,8 +113,8 @@ class ChatState(SessionState):
         self.read_only = view.read_only
         waiting = view.desk is not None and view.desk.undo_until is not None  # an undo window: the cards stay as decided
         review_state = await self._review_state()
-        raised_at = view.desk.requested_at if view.desk is not None else None
-        review_state._show(view.pending, statuses=None if waiting else view.cards, error=review_error, raised_at=raised_at)
+        review_state._show(view.pending, statuses=None if waiting else view.cards, error=review_error,
+                           raised_at=view.desk.requested_at if view.desk is not None else None, undo_open=waiting)
         if view.pending is not None:
             await review_state._fill_cards(view.owner)
         (await self.get_state(DeskState))._show(view.desk, view.pending.interrupt_id if view.pending else "")

@@ -34,6 +34,12 @@ from hitl_app.ui.state.session import SessionState, ask_identity
 RECOVERABLE = ("choose", "submit", "approve_all")
 """Review actions replayed after the tab's server state is rebuilt (see ``ReviewState._lost``)."""
 
+SAVED_NOTE = "Your decisions are saved. The agent goes on once every card is decided."
+"""The panel's note after a submission that leaves cards to others."""
+
+UNDONE_NOTE = "Undone: your decisions are back on the cards. Nothing happens until you press Submit."
+"""The panel's note after this person undid their submission (``DeskState.undo``)."""
+
 
 def inbox_reread() -> Any:
     """The tab's inbox re-read (the ``InboxState.reread`` handler, for a handler to return),
@@ -56,13 +62,15 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
     ``raised_ms`` / ``server_ms``: when the review was raised and when the server sent it (epoch
     ms, server clock): the cards' "waiting 4 min" counts from them (``waited.js``), never from
     the browser's clock. ``_drafts``: card index -> the editor's draft; ``_edited``: card index ->
-    the edited arguments that passed the server's check.
+    the edited arguments that passed the server's check. ``undo_open``: the review is complete
+    and waits out its undo window (``ChatState._apply_view``).
     """
 
     cards: list[CardRow] = []
     interrupt_id: str = ""
     review_error: str = ""
     review_note: str = ""
+    undo_open: bool = False
     raised_ms: int = 0
     server_ms: int = 0
     _review_json: str = ""
@@ -119,7 +127,7 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
 
     def _show(
         self, review: PendingReview | None, *, statuses: list[CardStatus] | None = None, error: str | None = None,
-        raised_at: datetime | None = None,
+        raised_at: datetime | None = None, undo_open: bool = False,
     ) -> None:
         """Replace the cards with ``review`` (or clear them). Private: not callable from the browser.
 
@@ -127,7 +135,9 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
         cards already shown. ``error`` (when given) then replaces the panel's message; otherwise
         a refused submission's message ("already decided") stays until a new review shows.
         ``raised_at``: when the review was raised (``ThreadView.raised_at``, server time).
+        ``undo_open``: the review is complete and waits out its undo window.
         """
+        self.undo_open = undo_open
         new_id = review.interrupt_id if review else ""
         if raised_at is not None:
             self.raised_ms = int(raised_at.timestamp() * 1000)
@@ -203,8 +213,9 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
 
     @rx.var
     def composer_line(self) -> str:
-        """The locked composer's line while the review is pending (``draft.composer_line``)."""
-        return draft.composer_line(self.cards)
+        """The locked composer's line while the review is pending (``draft.composer_line``), or
+        ``draft.UNDO_LINE`` while its undo window is open (the page counts the seconds down)."""
+        return draft.UNDO_LINE if self.undo_open else draft.composer_line(self.cards)
 
     @rx.var
     def can_approve_all(self) -> bool:
@@ -321,9 +332,8 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
             if not chat.streaming:  # a second click while the first submission runs says nothing
                 self.review_error = "Nothing to submit: this review was already decided or is no longer pending."
             return
-        if note := draft.nothing_left_note(self.cards):  # e.g. Ctrl+Enter with nothing left to decide
-            self.review_error = note
-            return
+        if draft.nothing_left_note(self.cards):  # e.g. a double-click: the first click sent everything,
+            return  # and the panel already says what the review waits for (no error: nothing went wrong)
         blank = draft.unanswered(self.cards)
         if blank is not None:
             self._set(blank.index, error=draft.unanswered_message(blank))
@@ -347,9 +357,9 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
             self.review_error = exc.message
             return
         await self._consume(person)  # the kept choices went with the submission
-        if run_id is None:  # drafted: other cards or approvals are still to come
+        if run_id is None:  # drafted (other cards or approvals are still to come), or an undo window opened
             await self._reload(chat, person)
-            self.review_error, self.review_note = "", "Your decisions are saved. The agent goes on once every card is decided."
+            self.review_error, self.review_note = "", "" if self.undo_open else SAVED_NOTE
             return inbox_reread()
         self._show(None)
         chat._begin_stream()

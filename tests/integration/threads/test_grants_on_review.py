@@ -144,7 +144,7 @@ async def test_a_grant_for_a_non_grantable_tool_is_refused_in_a_partial_submissi
 async def test_undo_withdraws_the_grants_of_the_undone_submission_only(team):
     t, view = await ask(team, "email a@example.com about one; wait 0 seconds")
     iid = view.pending.interrupt_id
-    await team.submit_review(t, iid, [APPROVE, None], person=MO, grants=[THREAD_GRANT, None])  # partial: card 1
+    await team.submit_review(t, iid, [APPROVE, None], person=RITA, grants=[THREAD_GRANT, None])  # partial: Rita has only card 1
     assert await team.submit_review(t, iid, [None, APPROVE], person=MO, grants=[None, THREAD_GRANT]) is None  # undo window
     assert sorted((g.tool, g.completing) for g in rows(team, GrantRecord)) == [("send_email", False), ("slow_task", True)]
     await team.desk.undo(t, iid, MO)

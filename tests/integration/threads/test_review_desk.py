@@ -21,6 +21,7 @@ from hitl_app.review import ReviewError
 from hitl_app.runtime import open_runtime
 from hitl_app.settings import Settings
 from hitl_app.store.desk_tables import GrantRecord, ReviewEvent, ReviewExpiry
+from hitl_app.store.inbox import pending_reviews
 from hitl_app.store.tables import AuditRecord, OutboxMail, utcnow
 from hitl_app.threads.service import ThreadError, ThreadService
 from hitl_app.threads.sweeper import Sweeper
@@ -260,6 +261,10 @@ async def test_undo_puts_the_review_back_and_the_window_resumes_exactly_once(run
     back = await svc.load(t, viewer=MIA)
     assert back.pending is not None and back.pending.interrupt_id == iid and back.desk.undo_until is None
     assert rows(svc, AuditRecord, thread_id=t) == [], "the claim is released: answerable again"
+    later = back.desk.requested_at + timedelta(minutes=10)  # the inbox counts from the interrupt, not the undo
+    async with svc._session() as session:
+        [item] = await pending_reviews(session=session, person=MIA, rights=svc.rights, now=later)
+    assert item.waited_seconds == 600
     assert await sweep_all(runtimes, utcnow() + timedelta(seconds=10)) == [0, 0, 0], "an undone window never runs"
     # submit again; the window ends; three workers sweep at once: one resumes
     await svc.submit_review(t, iid, APPROVE, person=MIA)

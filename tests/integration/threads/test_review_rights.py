@@ -175,22 +175,25 @@ async def refused_keep_draft(svc, caplog, t, iid, person, *, words):
 
 
 async def test_two_reviewers_decide_different_cards_and_drafts_survive(service, workspace):
-    t, iid = await ask(service, "pay 20 to Bob and pay 30 to Cat")
-    assert await service.submit_review(t, iid, [{"type": "approve"}, None], person=DANA) is None
-    # a new service on the same database (a reload, another worker): the draft is there
+    t, iid = await ask(service, "pay 1500 to Bob and pay 30 to Cat")
+    with pytest.raises(ReviewError) as partial:  # C5: both cards are Dana's to decide, so both at once
+        await service.submit_review(t, iid, [{"type": "approve"}, None], person=DANA)
+    assert partial.value.code == "count" and "1 of 2 decided" in partial.value.message
+    assert await service.submit_review(t, iid, [{"type": "approve"}] * 2, person=DANA) is None  # 1500 needs two
+    # a new service on the same database (a reload, another worker): the drafts are there
     fresh = ThreadService(service.graph, service.engines, service.validators, rights=service.rights)
     view = await fresh.load(t, viewer=RAY)
-    assert [c.progress for c in view.cards] == ["Approved by Dana", "0 of 1 approval"]
-    assert view.cards[0].allowed == [] and view.cards[1].allowed == ["approve", "reject"]
-    # deciding card 1 again is refused as already decided
+    assert [c.progress for c in view.cards] == ["1 of 2 approvals: Dana", "Approved by Dana"]
+    assert view.cards[0].allowed == ["approve", "reject"] and view.cards[1].allowed == []
+    # deciding card 2 again is refused as already decided
     with pytest.raises(ReviewError) as info:
-        await fresh.submit_review(t, iid, [{"type": "reject"}, None], person=RAY)
-    assert info.value.code == "stale" and info.value.card_index == 0
-    assert await fresh.submit_review(t, iid, [None, {"type": "reject", "message": "no"}], person=RAY)
+        await fresh.submit_review(t, iid, [{"type": "reject"}, {"type": "reject"}], person=RAY)
+    assert info.value.code == "stale" and info.value.card_index == 1
+    assert await fresh.submit_review(t, iid, [{"type": "reject", "message": "no"}, None], person=RAY)
     await fresh.wait(t)
-    assert paid(workspace) == [(20.0, "Bob")]
+    assert paid(workspace) == [(30.0, "Cat")]
     rows = audit(service, t)
-    assert [(r.decision_type, r.reviewer) for r in rows] == [("approve", "Dana"), ("reject", "Ray")]
+    assert [(r.decision_type, r.reviewer) for r in rows] == [("reject", "Ray"), ("approve", "Dana")]
 
 
 def settings_for(tmp_path, database_url) -> Settings:

@@ -194,7 +194,7 @@ async def test_a_kept_choice_the_rights_refuse_is_not_shown(server):
         [card] = await tab.wait_review(1)
         await tab.settle()
         assert tab.review["cards"][0]["choice"] == ""
-        assert tab.review["summary"] == "0 of 1 decided · 1 waiting for another reviewer"
+        assert tab.review["summary"] == "0 of 1 decided · 1 waiting for a reviewer"
         await tab.call("ReviewState.submit")  # nothing chosen: nothing is sent
         await tab.settle()
         assert tab.chat["status"] == "review"

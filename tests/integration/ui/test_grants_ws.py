@@ -136,7 +136,7 @@ async def test_grants_cover_a_developers_agent_wholly_or_card_by_card(agent_serv
         assert [c["standing"] for c in cards] == ["complete", "open"]
         assert cards[0]["progress"].startswith("Approved by grant: this tool in this thread, by ")
         assert cards[0]["allowed"] == [] and cards[1]["allowed"] == ["approve", "reject"]
-        assert mia.review["submit_label"] == "Submit 1 decision"
+        assert mia.review["submit_label"] == "Submit"  # nothing chosen yet
         await mia.call("ReviewState.choose", index=1, kind="approve")
         await mia.wait_for(lambda c: c.review.get("all_decided"), what="the close chosen")
         await mia.call("ReviewState.submit")

@@ -145,7 +145,7 @@ def test_partial_submit_batch_counts_cards_decided_by_others_and_submits_only_wh
         card(2, standing="waiting", allowed=["reject"], tool_name="delete_file"),
     ]
     assert draft.decided_count(cards) == 2
-    assert draft.summary(cards) == "2 of 3 decided · 1 waiting for another reviewer"
+    assert draft.summary(cards) == "2 of 3 decided · 1 waiting for a reviewer"  # no reviewer acted yet
     assert draft.submit_label(cards) == "" and not draft.all_decided(cards)
     assert draft.nothing_left_note(cards) == draft.WITHDRAW_NOTE
     assert not draft.offers_approve_rest(cards) and draft.approve_rest(cards) == []
@@ -157,22 +157,26 @@ def test_partial_submit_batch_counts_cards_decided_by_others_and_submits_only_wh
 
 
 def test_the_reviewer_who_gave_the_first_of_two_approvals_is_waiting_not_undecided():
-    cards = [card(0, standing="waiting", allowed=["reject"], tool_name="transfer_funds")]
-    assert draft.summary(cards) == "0 of 1 decided · 1 waiting for another reviewer"
+    cards = [card(0, standing="waiting", allowed=["reject"], tool_name="transfer_funds", yours=True)]
+    assert draft.summary(cards) == "0 of 1 decided · 1 waiting for another reviewer"  # their approval is in
+    assert draft.nothing_left_note(cards) == draft.WITHDRAW_NOTE.replace("a reviewer", "another reviewer")
     assert draft.submit_label(cards) == ""
     cards = [card(0, standing="waiting", allowed=[], tool_name="transfer_funds")]
+    assert draft.summary(cards) == "0 of 1 decided · 1 waiting for a reviewer"
     assert draft.nothing_left_note(cards) == draft.WAITING_NOTE
 
 
-def test_submit_counts_only_the_cards_this_person_can_still_decide():
+def test_submit_counts_the_choices_made_on_the_cards_this_person_can_still_decide():
     cards = [card(0, standing="complete", allowed=[]), card(1, "approve"), card(2), card(3, standing="waiting", allowed=[])]
-    assert draft.submit_label(cards) == "Submit 2 decisions"
-    assert draft.summary(cards) == "2 of 4 decided · 1 waiting for another reviewer"
+    assert draft.submit_label(cards) == "Submit 1 decision"  # the choices made (C5: not yet enabled)
+    assert draft.summary(cards) == "2 of 4 decided · 1 waiting for a reviewer"
     assert not draft.all_decided(cards) and draft.approve_rest(cards) == [2]
     cards[2].choice = "reject"
+    assert draft.submit_label(cards) == "Submit 2 decisions"
     assert draft.all_decided(cards) and draft.nothing_left_note(cards) == ""
     assert draft.nothing_left_note([card(0, standing="complete", allowed=[])]) == "Every card is decided; the agent goes on."
-    assert draft.submit_label([card(0)]) == "Submit 1 decision"
+    assert draft.submit_label([card(0)]) == "Submit"
+    assert draft.submit_label([card(0, "approve")]) == "Submit 1 decision"
 
 
 # ---- the composer line: what is left for this person ------------------------------------------

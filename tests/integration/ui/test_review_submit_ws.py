@@ -1,0 +1,168 @@
+"""The review flow's submit and undo through the real websocket (prod app; examples/policies/team.toml
+with a long undo window on ``send_email``), as the QA pass of 2026-12-01 found it:
+
+* Undo belongs to the person whose submission opened the window (or an admin): a member whose
+  earlier partial submission did not open it is refused and shown no Undo; when the submitter
+  undoes, the other tabs on the thread show it live (the window gone, the card waiting again).
+* The texts fit the moment: "a reviewer" before any reviewer acted, the undo window's line while
+  it is open, "press Submit" after an Undo.
+* C5: a submission must decide every card still the person's: an admin who approved one of
+  three cards sees "Submit 1 decision" disabled, and a forged submit is refused with a readable
+  message and writes nothing; cards left to others (a member's delete) stay a partial submission.
+* A double-clicked Submit: the second click is a no-op (no error banner), and no waiting note
+  is left under the finished turn once a reviewer completes the review.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from hitl_app.review import draft
+from hitl_app.ui.state.review import UNDONE_NOTE
+from tests.helpers import app_db
+from tests.helpers.app_server import AppServer
+from tests.helpers.paths import ROOT
+from tests.helpers.ws_client import SESSION, WsClient
+
+pytestmark = pytest.mark.app
+DESK = f"{SESSION}.hitl_app___ui___desk_state____desk_state"
+TEAM = (ROOT / "examples" / "policies" / "team.toml").read_text(encoding="utf-8")
+POLICY = TEAM.replace('description = "Send an email to {to}: {subject}"\n',
+                      'description = "Send an email to {to}: {subject}"\nundo_seconds = 120\n')
+ASK = "email ee@example.com about ee: hi and delete notes/new2.txt"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
+    assert POLICY != TEAM
+    data = tmp_path_factory.mktemp("ws-submit")
+    policy = data / "policy.toml"
+    policy.write_text(POLICY, encoding="utf-8")
+    s = AppServer(data / "app", env={"HITL_POLICY": str(policy)})
+    s.start()
+    yield s
+    s.stop()
+
+
+def desk(c: WsClient) -> dict:
+    return c.state.get(DESK) or {}
+
+
+async def _member_then_reviewer(server: AppServer, mo: WsClient, rex: WsClient, tid: str) -> None:
+    """Mo approves his email (partial), Rex approves the delete: the review is complete, the window opens."""
+    await mo.load_thread(tid)
+    await mo.send(ASK)
+    assert [c["tool_name"] for c in await mo.wait_review(2)] == ["send_email", "delete_file"]
+    await mo.call("ReviewState.choose", index=0, kind="approve")
+    await mo.call("ReviewState.submit")
+    await mo.wait_for(lambda c: c.review["cards"][0]["standing"] == "complete", what="Mo's approval in")
+    await mo.settle()  # no reviewer acted yet: "a reviewer", not "another"
+    assert mo.review["summary"] == "1 of 2 decided · 1 waiting for a reviewer"
+    assert mo.review["composer_line"] == "Your decisions are in; waiting for 1 more approval from a reviewer."
+    await rex.load_thread(tid)
+    await rex.wait_review(2)
+    await rex.call("ReviewState.choose", index=1, kind="approve")
+    await rex.call("ReviewState.submit")
+    await rex.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window in Rex's tab")
+    await mo.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window in Mo's tab")
+
+
+async def test_only_the_submitter_may_undo_and_other_tabs_follow_live(server):
+    tid, mo_key, rex_key = (str(uuid.uuid4()) for _ in range(3))
+    await server.asign_in(rex_key, role="reviewer", name="Rex")
+    async with WsClient(server.url, browser_id=mo_key) as mo, WsClient(server.url, browser_id=rex_key) as rex:
+        await _member_then_reviewer(server, mo, rex, tid)
+        assert desk(rex)["can_undo"] is True and desk(mo)["can_undo"] is False  # the Undo shows only to Rex
+        assert desk(mo)["undo_by"] == "Rex"
+        # the composer says the agent goes on when the window ends (the page counts the seconds)
+        assert mo.review["composer_line"] == rex.review["composer_line"] == draft.UNDO_LINE
+        assert rex.review["review_note"] == ""
+        await mo.call(f"{DESK}.undo")  # forged: Mo's page has no Undo
+        await mo.wait_for(lambda c: desk(c).get("undo_error"), what="the refusal")
+        assert desk(mo)["undo_error"] == "Only Rex, whose submission started this, or an admin may undo it."
+        await rex.settle()
+        assert desk(rex)["undo_ms"] > 0 and desk(mo)["undo_ms"] > 0  # nothing was undone
+        assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["approve", "approve"]
+        await rex.call(f"{DESK}.undo")
+        await rex.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="undone in Rex's tab")
+        await rex.wait_for(lambda c: c.review["cards"][1]["choice"] == "approve", what="Rex's choice back")
+        assert rex.review["review_note"] == UNDONE_NOTE and rex.review["summary"] == "2 of 2 decided"
+        assert rex.review["composer_line"] == draft.DECIDE_ALL
+        # Mo's tab follows without a reload: the window is gone, the delete waits for a reviewer again
+        await mo.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="the undo shown live in Mo's tab")
+        await mo.wait_for(lambda c: c.review["cards"][1]["standing"] != "complete", what="the delete open again")
+        assert mo.review["cards"][0]["standing"] == "complete"  # Mo's own approval stays
+        await mo.wait_for(lambda c: c.review["composer_line"] != draft.UNDO_LINE, what="Mo's line after the undo")
+        assert mo.review["composer_line"] == "Your decisions are in; waiting for 1 more approval from a reviewer."
+    assert app_db.audit_rows(server.data_dir, tid) == []
+
+
+async def test_an_admin_may_undo_and_the_submitters_tab_follows_live(server):
+    tid, mo_key, rex_key, ada_key = (str(uuid.uuid4()) for _ in range(4))
+    await server.asign_in(rex_key, role="reviewer", name="Rex")
+    await server.asign_in(ada_key, role="admin", name="Ada")
+    async with WsClient(server.url, browser_id=mo_key) as mo, WsClient(server.url, browser_id=rex_key) as rex:
+        await _member_then_reviewer(server, mo, rex, tid)
+        async with WsClient(server.url, browser_id=ada_key) as ada:
+            await ada.load_thread(tid)
+            await ada.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the window in Ada's tab")
+            assert desk(ada)["can_undo"] is True
+            await ada.call(f"{DESK}.undo")
+            await ada.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="undone by Ada")
+        await rex.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="the undo shown live in Rex's tab")
+        await mo.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="the undo shown live in Mo's tab")
+        await rex.wait_for(lambda c: c.review["cards"][1]["standing"] == "open", what="the delete Rex's to decide again")
+    assert app_db.audit_rows(server.data_dir, tid) == []
+
+
+async def test_a_partial_set_of_ones_own_cards_is_refused_and_writes_nothing(server):
+    tid, ada_key = str(uuid.uuid4()), str(uuid.uuid4())
+    await server.asign_in(ada_key, role="admin", name="Ada")
+    async with WsClient(server.url, browser_id=ada_key) as ada:
+        await ada.load_thread(tid)
+        await ada.send("email a@example.com about a: b and email c@example.com about c: d and write notes/p.txt: pp")
+        assert [c["tool_name"] for c in await ada.wait_review(3)] == ["send_email", "send_email", "write_file"]
+        assert ada.review["submit_label"] == "Submit"  # nothing chosen yet
+        await ada.call("ReviewState.choose", index=0, kind="approve")
+        await ada.wait_for(lambda c: c.review["cards"][0]["choice"] == "approve", what="the pick")
+        assert ada.review["submit_label"] == "Submit 1 decision" and ada.review["all_decided"] is False
+        assert ada.review["summary"] == "1 of 3 decided"
+        await ada.call("ReviewState.submit")  # forged: the button is disabled
+        await ada.wait_for(lambda c: c.review.get("review_error"), what="the refusal")
+        assert ada.review["review_error"] == (
+            "Decide every card that is yours before submitting: 1 of 3 decided; card 2 (send_email) has no decision yet."
+        )
+        await ada.settle()
+        assert ada.chat["status"] == "review" and [c["standing"] for c in ada.review["cards"]] == ["open"] * 3
+    assert app_db.audit_rows(server.data_dir, tid) == []
+    assert app_db.query(server.data_dir, "SELECT COUNT(*) FROM decision_drafts WHERE thread_id = ?", (tid,)) == [(0,)]
+
+
+async def test_a_second_identical_submit_is_a_no_op_and_no_waiting_note_outlives_the_review(server):
+    tid, mo_key, rex_key = (str(uuid.uuid4()) for _ in range(3))
+    await server.asign_in(rex_key, role="reviewer", name="Rex")
+    async with WsClient(server.url, browser_id=mo_key) as mo:
+        await mo.load_thread(tid)
+        await mo.send("write notes/dd.txt: dd and delete notes/old.txt")
+        assert [c["tool_name"] for c in await mo.wait_review(2)] == ["write_file", "delete_file"]
+        await mo.call("ReviewState.choose", index=0, kind="approve")
+        await mo.call("ReviewState.submit")
+        await mo.call("ReviewState.submit")  # the double-click: Reflex runs it after the first
+        await mo.wait_for(lambda c: c.review["cards"][0]["standing"] == "complete", what="Mo's approval in")
+        await mo.settle()
+        assert mo.review["review_error"] == ""
+        drafts = app_db.query(server.data_dir, "SELECT action_index FROM decision_drafts WHERE thread_id = ?", (tid,))
+        assert drafts == [(0,)]  # written once
+        async with WsClient(server.url, browser_id=rex_key) as rex:
+            await rex.load_thread(tid)
+            await rex.wait_review(2)
+            await rex.call("ReviewState.choose", index=1, kind="approve")
+            await rex.call("ReviewState.submit")
+            await mo.wait_for(lambda c: c.chat.get("status") == "idle" and not c.chat.get("streaming")
+                              and not c.review.get("cards"), timeout=30, what="the run ends in Mo's tab")
+        await mo.settle()
+        assert mo.review["review_error"] == "" and mo.review["review_note"] == ""
+    assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["approve", "approve"]
