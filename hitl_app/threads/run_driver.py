@@ -67,28 +67,35 @@ class _HeldBoundary:
     """The ``boundary`` of the message that just ended, published late or not at all.
 
     ``hold`` starts the wait (a timer on the running loop), ``release`` publishes now if one is
-    held (the next message started), ``drop`` forgets it (the run ended: ``ended`` says it all).
+    held (the next message started), ``pause`` stops the timer but keeps the boundary for the next
+    ``release`` (the run paused for review: no tab may read the pending review while the grants
+    are asked), ``drop`` forgets it (the run ended: ``ended`` says it all).
     """
 
     def __init__(self, publish: Callable[[], None], hold_s: float) -> None:
         self._publish = publish
         self._hold_s = hold_s
         self._timer: asyncio.TimerHandle | None = None
+        self._pending = False
 
     def hold(self) -> None:
         self.drop()
+        self._pending = True
         self._timer = asyncio.get_running_loop().call_later(self._hold_s, self.release)
 
-    def release(self) -> None:
+    def pause(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def release(self) -> None:
+        if self._pending:
+            self.drop()
             self._publish()
 
     def drop(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self.pause()
+        self._pending = False
 
 
 def _duration(seconds: float) -> str:
@@ -253,6 +260,8 @@ class RunDriver:
                             batcher.flush()
                             boundary.hold()
                         interrupted = await run.interrupted()
+                    if interrupted:
+                        boundary.pause()  # a tab reading the thread now would show a card a grant may answer
                     inp, config = await self._answer_review(thread_id, config, start, claims) if interrupted else (_DONE, config)
                     if inp is None:
                         outcome, inp = "interrupted", _DONE

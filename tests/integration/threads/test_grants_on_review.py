@@ -184,6 +184,37 @@ async def test_a_grant_covers_the_next_call_of_a_developers_agent(own_agent, tmp
     assert other.pending is not None, "a thread grant covers nothing in another thread"
 
 
+async def test_no_tab_is_told_to_read_the_thread_while_the_grants_are_asked(own_agent):
+    """A held ``boundary`` that fired while the grants were checked made every watching tab read the
+    paused thread and show a card that the grant then answered (seen as a flaky "no card for a
+    covered call" on PostgreSQL under load). The boundary now waits for the run to go on."""
+    svc = own_agent
+    t, view = await ask(svc, "refund A-1 5")
+    await svc.submit_review(t, view.pending.interrupt_id, [APPROVE], person=MO, grants=[THREAD_GRANT])
+    await svc.wait(t)
+    log: list[str] = []
+    runs, asked, publish = svc.runs, svc.runs.on_interrupt, svc.runs.bus.publish
+    assert asked is not None
+    runs.boundary_hold_s = 0.2  # shorter than the grant check below: it used to go out during the check
+
+    async def slow(review, owner):
+        log.append("asking")
+        await asyncio.sleep(0.6)
+        decisions = await asked(review, owner)
+        log.append("answered")
+        return decisions
+
+    def spy(thread_id, event):
+        log.append(event.kind)
+        return publish(thread_id, event)
+
+    runs.on_interrupt, runs.bus.publish = slow, spy  # type: ignore[method-assign]
+    _, view = await ask(svc, "refund A-2 6", t)
+    assert view.pending is None and outcomes(view)[-1] == ("refund_payment", "executed")
+    assert "boundary" not in log[:log.index("answered")], log
+    assert "boundary" in log[log.index("answered"):], "the tool call message still reaches the tabs once the run goes on"
+
+
 async def test_a_review_partly_covered_shows_the_granted_card_decided_and_waits_for_the_rest(own_agent, tmp_path):
     svc = own_agent
     t, view = await ask(svc, "refund A-1 5")
