@@ -231,12 +231,10 @@ class RunDriver:
         A pause for review goes to ``on_interrupt`` first (``_answer_review``): when grants approve
         every card, the graph resumes in this same run (same lease, same Stop, the time limit and
         the step budget counted from the run's start) and ``claims`` gets the review's interrupt id.
-
-        A message's ``boundary`` (on which every watching tab reads the committed thread) is held
-        back: it is published when the next message starts, or ``BOUNDARY_HOLD_S`` after the
-        message ended if the run goes on (a tool running; ``boundary_hold_s``); the last message of a run gets none,
-        since ``ended`` carries the thread as checkpointed. So the common endings (a reply, an
-        interrupt for review) cost each tab no checkpoint read of its own.
+        A message's ``boundary`` (tabs then read the committed thread) is held back: published when
+        the next message starts, or ``boundary_hold_s`` after it ended if the run goes on (a tool
+        running), never while grants are asked; a run's last message gets none (``ended`` carries
+        the thread), so a reply or a pause for review costs each tab no checkpoint read of its own.
         """
         bus = self.bus
         batcher = TextBatcher(

@@ -40,11 +40,16 @@ def _done_ok(c: WsClient, n_messages: int) -> bool:
     return len(c.chat.get("messages") or []) >= n_messages and _settled(c) and c.chat["status"] == "idle"
 
 
-async def _stream(url: str, words: int) -> tuple[WsClient, float, float]:
-    """Open a new thread, send ``stream <words> words``; returns (tab, seconds to the first text,
-    monotonic time of the first text)."""
+async def _tab(url: str) -> WsClient:
+    """A signed-in tab on a new thread (signing in hashes a password: done before the clock starts)."""
     c = await WsClient(url).connect()
     await c.load_thread(str(uuid.uuid4()))
+    return c
+
+
+async def _stream(c: WsClient, words: int) -> tuple[WsClient, float, float]:
+    """Send ``stream <words> words`` in tab ``c``; returns (tab, seconds to the first text,
+    monotonic time the stream finished)."""
     start = time.monotonic()
     await c.send(f"stream {words} words")
     await c.wait_for(lambda c: c.chat.get("streaming") is True, what="stream started")
@@ -54,7 +59,7 @@ async def _stream(url: str, words: int) -> tuple[WsClient, float, float]:
     first_at = time.monotonic()
     await c.wait_for(lambda c: _done_ok(c, 2), timeout=60, what="stream finished")
     assert len(c.chat["messages"][-1]["text"].split()) == words
-    return c, first_at - start, first_at
+    return c, first_at - start, time.monotonic()
 
 
 async def _slow_tool(url: str, started: asyncio.Event) -> tuple[WsClient, float]:
@@ -105,18 +110,19 @@ async def test_twenty_streams_beside_a_slow_tool_then_dropped_connections(tmp_pa
     with fresh_database() as db_url:
         env = {"DATABASE_URL": db_url, "HITL_DEMO_WPS": "60", "HITL_DB_POOL_SIZE": "4"}
         with AppServer(tmp_path / "app", env=env) as server:
+            tabs = await asyncio.gather(*[_tab(server.url) for _ in range(STREAMS)])
             started = asyncio.Event()
             slow = asyncio.create_task(_slow_tool(server.url, started))
             await asyncio.wait_for(started.wait(), 60)
-            streams = await asyncio.gather(*[_stream(server.url, 60) for _ in range(STREAMS)])
+            streams = await asyncio.gather(*[_stream(tab, 60) for tab in tabs])
             slow_tab, tool_done = await slow
             firsts = sorted(round(f, 2) for _, f, _ in streams)
             print(
                 f"first text after {firsts} s;"
-                f" last one {tool_done - max(a for _, _, a in streams):.1f} s before the slow tool ended"
+                f" the last one finished {tool_done - max(a for _, _, a in streams):.1f} s before the slow tool ended"
             )
             assert max(firsts) < FIRST_TOKEN_S, f"streams held back: first text after {firsts} s"
-            assert all(at < tool_done for _, _, at in streams), "a stream waited for the slow tool"
+            assert all(done < tool_done for _, _, done in streams), "a stream waited for the slow tool"
 
             ended = _terminate_idle(db_url)
             assert ended >= 2, f"the app kept {ended} idle connections"
