@@ -113,8 +113,9 @@ def _tool_outcome(msg: ToolMessage) -> tuple[Outcome, dict[str, Any] | None, str
     ``hitl_app.review.tool_messages``; a guard's refusal is an ``error`` here, as its status says.
     """
     extra = getattr(msg, "additional_kwargs", None) or {}
-    if extra.get("lc_source") == CANCEL_SOURCE and (extra.get("lc_data") or {}).get("reason") == "stopped":
-        return "cancelled", None, str(msg.content)  # the person pressed Stop: not an error of the tool
+    if extra.get("lc_source") == CANCEL_SOURCE and (extra.get("lc_data") or {}).get("reason") != "failed":
+        # Stop, a time or step limit, a stopped server: the tool did not fail, the run ended around it
+        return "cancelled", None, str(msg.content)
     match read_tool_message(msg):
         case Rejected(text=text):
             return "rejected", None, text

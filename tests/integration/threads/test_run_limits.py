@@ -81,6 +81,7 @@ async def test_wall_clock_limit_cancels_a_running_tool_and_answers_it(database_u
         view = await svc.load(t, owner=OWNER)
         [row] = [m for m in view.messages if m.role == "tool"]
         assert row.tool_name == "slow_task" and row.text.startswith("Cancelled: the run reached its time limit")
+        assert row.outcome == "cancelled"  # grey, not a red "error": the tool did not fail
         assert await TOOL_WORK.wait_idle(t, 10)
         await usable(svc, t)
 
@@ -107,6 +108,7 @@ async def test_step_limit_stops_the_agent_and_answers_its_open_calls(database_ur
         view = await svc.load(t, owner=OWNER)
         [row] = [m for m in view.messages if m.role == "tool"]
         assert row.tool_name == "read_data" and row.text.startswith("Not run: the agent reached its step limit")
+        assert row.outcome == "cancelled"
         await usable(svc, t)  # a plain reply fits the same budget
 
 
