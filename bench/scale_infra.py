@@ -123,11 +123,11 @@ def fresh_postgres() -> Iterator[str]:
 
 def start_app(
     data_dir: Path, *, workers: int, wps: float, database_url: str = "", redis_url: str = "",
-    extra_env: dict[str, str] | None = None,
+    extra_env: dict[str, str] | None = None, source_root: Path | None = None,
 ):
     """The app in prod mode (``AppServer``) with ``workers`` gunicorn workers, the demo model at ``wps``
-    words/s and the model trace hook (``extra_env``: more environment, e.g. ``HITL_POLICY``); returns
-    the started ``AppServer``.
+    words/s and the model trace hook (``extra_env``: more environment, e.g. ``HITL_POLICY``;
+    ``source_root``: the source tree to run, default this one); returns the started ``AppServer``.
 
     Raises RuntimeError (with the log's tail) when it does not come up.
     """
@@ -140,14 +140,16 @@ def start_app(
         # one bench account drives every tab: lift the per-owner and per-worker run limits (defaults
         # 3 live runs and 30 messages a minute per owner, 32 runs per worker) so they do not cap the load
         **RUN_LIMITS,
-        "PYTHONPATH": os.pathsep.join([str(INJECT), str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+        "PYTHONPATH": os.pathsep.join([str(INJECT), str(source_root or ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(
+            os.pathsep
+        ),
     }
     env.update(extra_env or {})
     if database_url:
         env["DATABASE_URL"] = database_url
     if redis_url:
         env["REFLEX_REDIS_URL"] = redis_url
-    return AppServer(data_dir, env=env).start()
+    return AppServer(data_dir, env=env, source_root=source_root).start()
 
 
 def _status(pid: int) -> dict[str, str]:

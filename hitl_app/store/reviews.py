@@ -15,14 +15,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import or_
+from sqlalchemy import or_, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.review.types import AnyDecision, PendingReview, decision_message, executed_args
 from hitl_app.store.grants import withdraw_completing
-from hitl_app.store.tables import AuditRecord, DecisionDraft, ReviewRequestRecord, utcnow
+from hitl_app.store.tables import AuditRecord, DecisionDraft, ReviewRequestRecord, ThreadRecord, utcnow
 
 REVIEWER_CHARS = 100
 """Longest reviewer name stored, in characters."""
@@ -91,6 +93,43 @@ async def record_review_requested(*, session: AsyncSession, review: PendingRevie
         await session.commit()
     except IntegrityError:  # another reader wrote it first
         await session.rollback()
+
+
+async def record_review_waiting(*, session: AsyncSession, review: PendingReview) -> tuple[bool, str | None]:
+    """The two index rows of a new review in one transaction (one commit): its "requested" row
+    (as ``record_review_requested``) and its thread's row marked ``pending_review`` and touched
+    (as ``touch_thread``; a thread without a row gets one, owner unknown). Commits.
+
+    Returns (True when the "requested" row is new, the thread's owner as stored: account id as
+    text, None when unknown), for the review signal's audience. Raises what the database raises
+    (nothing is then written).
+    """
+    cards = review_cards(review)
+    values: dict[str, Any] = {
+        "interrupt_id": review.interrupt_id, "thread_id": review.thread_id, "requested_at": utcnow(),
+        "action_count": len(review.action_requests),
+        "tool_names": ",".join(a.name for a in review.action_requests)[:2000],
+        "decided": False, "cards": cards,
+    }
+    bind = session.bind
+    is_postgres = bind is not None and bind.dialect.name == "postgresql"
+    insert = (pg_insert if is_postgres else sqlite_insert)(ReviewRequestRecord).values(**values)
+    inserted = insert.on_conflict_do_nothing(index_elements=["interrupt_id"]).returning(col(ReviewRequestRecord.interrupt_id))
+    new = (await session.exec(inserted)).first() is not None
+    if not new:  # written before (a re-read): an older row gets its cards
+        existing = await session.get(ReviewRequestRecord, review.interrupt_id)
+        if existing is not None and existing.cards is None:
+            existing.cards = cards
+            session.add(existing)
+    touched = update(ThreadRecord).where(col(ThreadRecord.thread_id) == review.thread_id)
+    owners = await session.exec(
+        touched.values(updated_at=utcnow(), pending_review=True).returning(col(ThreadRecord.owner))
+    )
+    found = owners.first()
+    if found is None:
+        session.add(ThreadRecord(thread_id=review.thread_id, owner=None, pending_review=True))
+    await session.commit()
+    return new, None if found is None else found[0]
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal
 
 from langgraph.errors import GraphRecursionError
 from langgraph.types import Command
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from hitl_app.review.audience import Audience, audience_of
+from hitl_app.review.rights import ToolRights
 from hitl_app.review.types import AnyDecision, PendingReview, resume_value
-from hitl_app.store.reviews import record_review_requested, release_claim
+from hitl_app.store.reviews import record_review_waiting, release_claim
 from hitl_app.store.threads import touch_thread
 from hitl_app.threads.bus import RunBus, RunEvent
 from hitl_app.threads.errors import describe_run_error
@@ -119,6 +121,8 @@ class RunDriver:
         limits: the run limits (time, steps, runs per owner and per worker).
         on_interrupt: asked when a run pauses for review (``InterruptHook``): decisions it returns
             resume the graph in the same run (see ``_stream``); None: every review waits for people.
+        rights: the policy's review rights (tool name -> rights), for whom a new review's
+            announcement concerns (``hitl_app.review.audience``).
 
     Attributes:
         boundary_hold_s: how long a finished message's ``boundary`` is held back (seconds,
@@ -137,6 +141,7 @@ class RunDriver:
         flush_interval: float = FLUSH_INTERVAL_S,
         limits: RunLimits | None = None,
         on_interrupt: InterruptHook | None = None,
+        rights: Mapping[str, ToolRights] | None = None,
     ) -> None:
         self.graph = graph
         self.limits = limits or RunLimits()
@@ -147,6 +152,7 @@ class RunDriver:
         self._session = session
         self._lock_for = lock_for
         self.on_interrupt = on_interrupt
+        self.rights = dict(rights or {})
         self.tasks: dict[str, asyncio.Task[None]] = {}
         self._owners: dict[str, str] = {}  # thread id -> owner of its live run (counted in ``counter``)
         self.settling: dict[str, asyncio.Future[None]] = {}
@@ -363,15 +369,22 @@ class RunDriver:
             settled.set_result(None)
 
     async def _write_index(self, thread_id: str, view: ThreadView) -> None:
+        """The thread's index rows after a run (a new review's two rows in one transaction), then
+        the review signal when a review waits, naming whom a new one concerns."""
+        audience: Audience | None = None  # none: every open inbox re-reads
         try:
             async with self._session() as session:
-                if view.pending is not None:
-                    await record_review_requested(session=session, review=view.pending)
-                await touch_thread(session=session, thread_id=thread_id, owner=None, pending_review=view.pending is not None)
+                if view.pending is None:
+                    await touch_thread(session=session, thread_id=thread_id, owner=None, pending_review=False)
+                else:
+                    new, owner = await record_review_waiting(session=session, review=view.pending)
+                    if new:
+                        names = [a.name for a in view.pending.action_requests]
+                        audience = audience_of(names, self.rights, owner or "")
         except Exception:  # noqa: BLE001 - the run's result is already shown; the index lags
             log.exception("thread index not updated after run thread=%s", thread_id)
-        if view.pending is not None:  # a review waits: every inbox re-reads
-            await self.bus.reviews.announce()
+        if view.pending is not None:  # a review waits: the inboxes it may concern re-read
+            await self.bus.reviews.announce(audience)
 
     async def wait(self, thread_id: str, timeout_s: float = 30) -> None:
         """Wait until this process's run of ``thread_id`` (if any) ends, at most ``timeout_s`` seconds.

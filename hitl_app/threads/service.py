@@ -89,6 +89,7 @@ class ThreadService(ReviewClaims):
         self.runs = RunDriver(
             graph=graph, bus=self.bus, session=self._session, lock_for=self._lock, flush_interval=flush_interval,
             limits=limits, on_interrupt=self.desk.interrupt_grants,  # a review grants cover resumes at once
+            rights=self.rights,
         )
         self.bus.on_stop = self.runs.cancel
 

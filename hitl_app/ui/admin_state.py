@@ -166,6 +166,7 @@ class AdminState(SessionState):
         async def change(who: Principal) -> None:
             engine = get_runtime().engines.async_
             await auth.set_role(engine=engine, account_id=_id(account_id), role=Role.parse(str(role)), by=who)
+            await _inboxes_reread()
             self.message = f"Role changed to {role}."
 
         return await self._act(change)
@@ -178,12 +179,19 @@ class AdminState(SessionState):
             engine = get_runtime().engines.async_
             if disabled is True:
                 await auth.disable(engine=engine, account_id=_id(account_id), by=who)
+                await _inboxes_reread()
                 self.message = "Account disabled: its open tabs lose access at their next action."
             else:
                 await auth.enable(engine=engine, account_id=_id(account_id), by=who)
                 self.message = "Account enabled."
 
         return await self._act(change)
+
+
+async def _inboxes_reread() -> None:
+    """Every open inbox re-reads (the review signal without an audience): a watcher judges new
+    reviews by the person of its last read, whose role or access just changed."""
+    await get_runtime().service.bus.reviews.announce()
 
 
 def _id(value: Any) -> int:

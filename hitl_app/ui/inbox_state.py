@@ -5,7 +5,9 @@ Every page with the sidebar loads it (``InboxState.refresh``) and starts the tab
 watcher (``InboxState.watch``, a background task). The watcher waits on the review signal
 (``bus.reviews``: any worker announces a new, drafted or decided review) and re-reads this
 person's inbox from the database, re-checking the sign-in session each time; it also re-reads
-every ``REFRESH_S`` seconds so the waiting times move. Each read is handed to the page's
+every ``REFRESH_S`` seconds so the waiting times move. A new review that cannot concern the
+person (its announcement's audience, ``hitl_app.review.audience``, as of their last read) is
+skipped without a read. Each read is handed to the page's
 ``hitlInbox`` (``assets/js/inbox.js``), which sets the title and, when the tab is hidden and the
 person allowed it, shows a notification for a card it has not shown before.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +24,7 @@ import reflex as rx
 from reflex.event import EventSpec
 
 from hitl_app.auth.http import session_token_from_cookie_header
+from hitl_app.review.audience import Audience, policy_key
 from hitl_app.runtime import get_inbox
 from hitl_app.store.inbox import PAGE_SIZE, InboxItem
 from hitl_app.ui.rows import thread_id_of
@@ -139,6 +143,13 @@ async def rows_for(who: Any, open_thread: str, pages: int = 1) -> InboxRead:
     return InboxRead([row_of(i) for i in page.items], page.total, page.next_after, [row_of(i) for i in newest])
 
 
+def concerned(who: Any, policy: str) -> Callable[[Audience], bool]:
+    """The watcher's test of an announcement's audience: ``who`` (the person of its last read,
+    None: unknown, so every announcement concerns them) may be waited for; ``policy``: the
+    ``policy_key`` of this worker's review rights."""
+    return lambda audience: who is None or audience.concerns(who, policy)
+
+
 INBOX_WATCHERS = TabWatchers()
 """This process's inbox watcher per tab (a new one retires the previous one at once)."""
 
@@ -251,10 +262,10 @@ class InboxState(SessionState):
         try:
             async with self:
                 self._watch_id, pages = me.watch_id, self.pages
-            signal = get_inbox().signal
-            version = await signal.version()
+            signal, policy = get_inbox().signal, policy_key(get_inbox().rights)
+            version, who = await signal.version(), await session_principal(session)
             while True:
-                announced = await signal.wait(version, timeout=REFRESH_S)
+                announced, version = await signal.wait_for(version, REFRESH_S, concerned(who, policy))
                 if not INBOX_WATCHERS.is_current(me) or not await tab_connected(token):
                     return
                 version = await signal.version()  # before the read: a later change wakes us again

@@ -65,9 +65,13 @@ class AppServer:
         env: extra environment (e.g. ``{"HITL_DEMO_WPS": "0"}``, ``DATABASE_URL``).
         port: the single prod port (a free one by default).
         log_path: where the server's output goes (default ``<data_dir>/server.log``).
+        source_root: the source tree the app runs from (default this one; e.g. another git
+            worktree, for a before/after benchmark).
     """
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, port: int | None = None, log_path: Path | None = None):
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, port: int | None = None, log_path: Path | None = None,
+                 source_root: Path | None = None):
+        self.source_root = Path(source_root or ROOT)
         self.data_dir = Path(data_dir)
         self.env = {
             "HITL_DATA_DIR": str(self.data_dir),
@@ -110,14 +114,14 @@ class AppServer:
         """
         if self.app_root is None:
             self.app_root = Path(tempfile.mkdtemp(prefix=f"hitl-app-{self.port}-"))
-            for entry in ROOT.iterdir():
+            for entry in self.source_root.iterdir():
                 if entry.name in (
                     ".web", ".states", "data", ".git", "reflex.lock", "test-artifacts"
                 ) or entry.name.endswith("build-lock"):
                     continue
                 (self.app_root / entry.name).symlink_to(entry)
-            if (ROOT / "reflex.lock").is_dir():
-                shutil.copytree(ROOT / "reflex.lock", self.app_root / "reflex.lock")
+            if (self.source_root / "reflex.lock").is_dir():
+                shutil.copytree(self.source_root / "reflex.lock", self.app_root / "reflex.lock")
         return self.app_root
 
     def start(self, timeout: float = 240) -> AppServer:

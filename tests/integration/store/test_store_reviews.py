@@ -158,3 +158,41 @@ async def test_the_audit_read_is_keyed_by_tool_call_id_per_thread(session):
     entry = audit["call_1"]
     assert (entry.tool_name, entry.decision_type, entry.reviewer) == ("send_email", "approve", "ann")
     assert entry.decided_at.tzinfo == UTC and entry.message is None
+
+
+async def test_a_new_review_writes_both_index_rows_in_one_commit_and_names_the_owner(session, engines):
+    """``record_review_waiting``: the requested row and the thread's pending flag together, one
+    COMMIT; the owner comes back; a second call finds the row (not new), a thread without an
+    index row gets one."""
+    from sqlalchemy import event
+
+    from hitl_app.store.reviews import record_review_waiting
+    from hitl_app.store.tables import ThreadRecord
+    from hitl_app.store.threads import get_thread, touch_thread
+
+    async with session() as s:
+        await touch_thread(session=s, thread_id="t1", owner="42", title="hello", pending_review=False)
+    commits: list[int] = []
+
+    def count(conn: object) -> None:
+        commits.append(1)
+
+    event.listen(engines.async_.sync_engine, "commit", count)
+    try:
+        async with session() as s:
+            assert await record_review_waiting(session=s, review=review()) == (True, "42")
+    finally:
+        event.remove(engines.async_.sync_engine, "commit", count)
+    assert len(commits) == 1
+    async with session() as s:
+        row = await s.get(ReviewRequestRecord, "i1")
+        thread = await get_thread(session=s, thread_id="t1")
+    assert row is not None and row.action_count == 3 and row.tool_names == "send_email,delete_file,ask_user"
+    assert row.cards is not None and row.cards[0]["name"] == "send_email" and not row.decided
+    assert thread is not None and thread.pending_review and thread.owner == "42" and thread.title == "hello"
+    async with session() as s:
+        assert await record_review_waiting(session=s, review=review()) == (False, "42")
+        assert await record_review_waiting(session=s, review=review("i2", "t-new")) == (True, None)
+    async with session() as s:
+        made = await s.get(ThreadRecord, "t-new")
+    assert made is not None and made.pending_review and made.owner is None
