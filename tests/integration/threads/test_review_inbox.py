@@ -122,10 +122,12 @@ async def test_one_reminder_per_reviewer_even_with_two_workers_sweeping(service,
     t, interrupt_id = await ask(service, "pay 500 to Bob")
     await inbox_of(service).note_opened(interrupt_id, ADA)  # Ada opened it: no mail for her
     config = SmtpConfig(host="127.0.0.1", port=port, sender="hitl@example.org")
-    workers = [ReviewReminders(service.engines, service.rights, config, after_s=0.3, public_url=PUBLIC) for _ in range(2)]
-    assert sum(await asyncio.gather(*(w.sweep() for w in workers))) == 0  # not due yet
+    # Not due yet: the same sweep with a reminder due only after an hour (no timing window a loaded
+    # machine can miss), then two workers for which it is due now, sweeping at once.
+    early = [ReviewReminders(service.engines, service.rights, config, after_s=3600, public_url=PUBLIC) for _ in range(2)]
+    assert sum(await asyncio.gather(*(w.sweep() for w in early))) == 0
     assert handler.messages == []
-    await asyncio.sleep(0.4)
+    workers = [ReviewReminders(service.engines, service.rights, config, after_s=0, public_url=PUBLIC) for _ in range(2)]
     sent = await asyncio.gather(*(w.sweep() for w in workers for _ in range(3)))
     assert sum(sent) == 2
     assert sorted(to for tos, _ in handler.messages for to in tos) == ["dana@example.com", "ray@example.com"]
