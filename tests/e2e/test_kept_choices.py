@@ -18,6 +18,9 @@ right after their decision.
 
 from __future__ import annotations
 
+import json
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -136,6 +139,22 @@ def test_undo_after_a_reload_brings_back_the_submitted_choice_and_the_count(brow
 TYPED = '{"to": "alice@example.com",\n "subject": "plans", "body": "draft one"}'
 
 
+def kept_draft(server: AppServer, text: str, timeout: float = 10.0) -> None:
+    """Wait until an open edit with JSON ``text`` is kept in ``card_choices`` (the editor keeps it
+    once typing has paused 800 ms, without a blur)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        con = sqlite3.connect(server.data_dir / "hitl.sqlite", timeout=10)
+        try:
+            found = [json.loads(c) for (c,) in con.execute("SELECT choice FROM card_choices WHERE submitted = 0")]
+        finally:
+            con.close()
+        if any(c.get("open") and c.get("text") == text for c in found):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the open edit was not kept within {timeout} s")
+
+
 def test_a_grant_scope_and_an_unchecked_edit_come_back_in_a_new_tab_and_after_an_undo(browser: Browser, team_app: AppServer):
     may = new_page(browser, grant=False)
     sign_in_browser(may, team_app, role="member", name="May")
@@ -145,8 +164,9 @@ def test_a_grant_scope_and_an_unchecked_edit_come_back_in_a_new_tab_and_after_an
     card(may, 1).get_by_test_id("decision-approve").click()
     card(may, 1).get_by_test_id("grant-scope").select_option("thread:24")
     card(may, 0).get_by_test_id("decision-edit").click()
-    edit_json(card(may, 0), TYPED)  # no blur, no "Check edit": sent once typing pauses
-    expect(card(may, 0).get_by_test_id("edit-diff")).to_contain_text("alice@example.com")  # the server has it
+    edit_json(card(may, 0), TYPED)  # no blur, no "Check edit": kept once typing pauses (800 ms)
+    expect(card(may, 0).get_by_test_id("edit-diff")).to_contain_text("alice@example.com")  # the server has the text
+    kept_draft(team_app, TYPED)
 
     may = reopen(may)  # a new tab: only what the server kept comes back
     editor = card(may, 0).get_by_test_id("card-editor")

@@ -109,11 +109,15 @@ class CardEditMixin(rx.State, mixin=True):
             await self._keep(index)  # type: ignore[attr-defined]
 
     @rx.event
-    async def set_json(self, index: int, text: str) -> None:
-        """The JSON editor's text (sent once typing pauses ``KEEP_TEXT_MS``, and on leaving it):
-        the draft follows when it parses; the text is kept until Submit as typed (``_keep``)."""
+    def set_json(self, index: int, text: str) -> None:
+        """The JSON editor's text (debounced, and on leaving it): the draft follows when it parses."""
+        self._set_json(index, text)
+
+    @rx.event
+    async def keep_draft(self, index: int) -> None:
+        """The JSON editor's typing paused ``KEEP_TEXT_MS`` (or it was left, after its last
+        ``set_json``): the open draft, its text as typed, is kept until Submit (``_keep``)."""
         if self._editing(index) is not None:
-            self._set_json(index, text)
             await self._keep(index)  # type: ignore[attr-defined]
 
     def _set_json(self, index: int, text: str) -> None:

@@ -121,6 +121,7 @@ async def test_an_open_edit_comes_back_open_with_its_text_also_after_an_undo(ser
         await tab.call("ReviewState.set_edit_mode", index=0, mode="json")
         await tab.call("ReviewState.set_json", index=0, text=typed)  # what the editor sends once typing pauses
         await tab.wait_for(lambda c: first(c).get("draft_json") == typed, what="the draft typed")
+        await tab.call("ReviewState.keep_draft", index=0)  # ... and once it paused 800 ms (or on blur)
         await tab.settle()
     async with WsClient(server.url, browser_id=mo) as tab:  # a new tab
         await tab.load_thread(tid)
@@ -139,6 +140,7 @@ async def test_an_open_edit_comes_back_open_with_its_text_also_after_an_undo(ser
         again = typed.replace("draft one", "draft two")
         await tab.call("ReviewState.choose", index=0, kind="edit")  # opened again after the Undo, and changed
         await tab.call("ReviewState.set_json", index=0, text=again)
+        await tab.call("ReviewState.keep_draft", index=0)
         await tab.wait_for(lambda c: first(c).get("draft_json") == again, what="the new draft typed")
         await tab.settle()
     async with WsClient(server.url, browser_id=mo) as tab:
