@@ -3,7 +3,8 @@
 // Wrapped for Reflex by hitl_app/ui/components/json_editor.py. Plain JS (no JSX) on purpose.
 //
 // Props: value (text from the server), schema (JSON schema object or null), onChange(text)
-// (debounced by debounceMs, flushed on blur), ariaLabel, readOnly; other props (data-testid, id)
+// (debounced by debounceMs, flushed on blur), onSettle() (once typing has paused settleMs, and on
+// blur after onChange: e.g. "keep the draft now"), ariaLabel, readOnly; other props (data-testid, id)
 // go on the wrapper <div>. Esc leaves the editor (Tab moves focus on as well: no tab trap).
 import { createElement as h, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import CodeMirror from "@uiw/react-codemirror";
@@ -161,7 +162,7 @@ const theme = EditorView.baseTheme({
 
 const leaveOnEscape = Prec.highest(keymap.of([{ key: "Escape", run: (view) => { view.contentDOM.blur(); return true; } }]));
 
-export function JsonEditor({ value, schema, onChange, debounceMs = 300, ariaLabel = "Arguments (JSON)", readOnly = false, ...rest }) {
+export function JsonEditor({ value, schema, onChange, onSettle, debounceMs = 300, settleMs = 800, ariaLabel = "Arguments (JSON)", readOnly = false, ...rest }) {
   const [text, setText] = useState(value ?? "");
   const [problems, setProblems] = useState([]);
   const focused = useRef(false);
@@ -169,6 +170,9 @@ export function JsonEditor({ value, schema, onChange, debounceMs = 300, ariaLabe
   const pending = useRef(null);
   const send = useRef(onChange);
   send.current = onChange;
+  const settleTimer = useRef(null);
+  const settle = useRef(onSettle);
+  settle.current = onSettle;
 
   const flush = useCallback(() => {
     if (timer.current) clearTimeout(timer.current);
@@ -179,7 +183,15 @@ export function JsonEditor({ value, schema, onChange, debounceMs = 300, ariaLabe
       if (send.current) send.current(t);
     }
   }, []);
-  useEffect(() => flush, [flush]);
+  // After flush: the settled text went first, then the editor says typing has settled.
+  const settled = useCallback(() => {
+    if (settleTimer.current === null) return;
+    clearTimeout(settleTimer.current);
+    settleTimer.current = null;
+    flush();
+    if (settle.current) settle.current();
+  }, [flush]);
+  useEffect(() => () => { flush(); settled(); }, [flush, settled]);
   // The server's text wins unless the person is typing here (their newer text is on its way).
   useEffect(() => {
     if (!focused.current && pending.current === null && typeof value === "string") setText(value);
@@ -202,14 +214,16 @@ export function JsonEditor({ value, schema, onChange, debounceMs = 300, ariaLabe
     pending.current = next;
     if (timer.current) clearTimeout(timer.current);
     timer.current = setTimeout(flush, debounceMs);
-  }, [flush, debounceMs]);
+    if (settleTimer.current) clearTimeout(settleTimer.current);
+    settleTimer.current = setTimeout(settled, settleMs);
+  }, [flush, settled, debounceMs, settleMs]);
 
   return h("div", { ...rest, "data-problems": String(problems.length) },
     h(CodeMirror, {
       value: text, extensions, onChange: changed, readOnly, indentWithTab: false, minHeight: "8rem", maxHeight: "24rem",
       basicSetup: { foldGutter: false, autocompletion: false, highlightActiveLine: false },
       onFocus: () => { focused.current = true; },
-      onBlur: () => { focused.current = false; flush(); },
+      onBlur: () => { focused.current = false; flush(); settled(); },
     }),
     h("div", { "aria-live": "polite", "data-testid": "edit-json-status", style: { fontSize: "12px", marginTop: "4px", color: problems.length ? "var(--red-11, #c62828)" : "var(--gray-11, #666)" } },
       problems.length ? `${problems.length} problem${problems.length > 1 ? "s" : ""}: ${problems.join(" · ")}` : "JSON is valid"),

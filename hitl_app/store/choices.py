@@ -9,7 +9,10 @@ Submit), and the server checks it again at Submit like any other choice.
 Keyword-only functions taking an ``AsyncSession``; the writers commit. One row per
 ``(interrupt_id, action_index, account_id)``: rows of one review never apply to another (a new
 interrupt has a new id). Submit marks a person's rows ``submitted`` (they are no longer shown);
-an Undo of that submission makes them open again (``reopen_choices``).
+an Undo of that submission makes them open again (``reopen_choices``). Only an Undo does: a save
+that comes after Submit consumed the row (a late debounced save, another tab of the same account),
+or after the review was decided (its claim written, also while an undo window runs), changes
+nothing, so a choice is never put back on a decided review.
 """
 
 # Tested by: tests/integration/store/test_store_choices.py
@@ -24,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Field, SQLModel, col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from hitl_app.store.reviews import is_claimed
 from hitl_app.store.tables import UTCDateTime, table_of, utcnow
 
 
@@ -54,10 +58,11 @@ CHOICE_TABLES = [table_of(CardChoice)]
 async def save_choice(
     *, session: AsyncSession, thread_id: str, interrupt_id: str, action_index: int, account_id: str,
     choice: dict[str, Any] | None,
-) -> None:
-    """Keep ``account_id``'s choice on card ``action_index`` of ``interrupt_id`` (open again if it
-    was submitted); ``None`` forgets it. The person's rows on other interrupts of the thread go
-    (a new review makes them stale). Commits.
+) -> bool:
+    """Keep ``account_id``'s choice on card ``action_index`` of ``interrupt_id``; ``None``
+    forgets it. The person's rows on other interrupts of the thread go (a new review makes them
+    stale). Nothing changes on that card once Submit consumed its row (only ``reopen_choices``
+    opens it again) or once the review is decided (claimed). Commits.
 
     Args:
         session: the app database session (committed here).
@@ -66,38 +71,50 @@ async def save_choice(
         action_index: the card (0-based).
         account_id: whose choice (the account id as text).
         choice: the kept payload (a small JSON object), or None.
+
+    Returns:
+        True when the row was written (or forgotten), False when nothing changed: consumed, or the
+        review is decided.
     """
     who = account_id[:100]
-    await session.exec(delete(CardChoice).where(
-        col(CardChoice.thread_id) == thread_id, col(CardChoice.account_id) == who,
-        col(CardChoice.interrupt_id) != interrupt_id,
-    ))
     for _attempt in range(2):  # an insert that raced another tab's becomes an update
+        # the delete comes first: on SQLite it takes the write lock (waiting its turn) before the
+        # checks read, so they see every commit made before this write (no stale read, no upgrade)
+        await session.exec(delete(CardChoice).where(
+            col(CardChoice.thread_id) == thread_id, col(CardChoice.account_id) == who,
+            col(CardChoice.interrupt_id) != interrupt_id,
+        ))
         stmt = select(CardChoice).where(
             CardChoice.interrupt_id == interrupt_id, CardChoice.action_index == action_index, CardChoice.account_id == who,
         )
         row = (await session.exec(stmt)).first()
+        if (row is not None and row.submitted) or await is_claimed(session=session, interrupt_id=interrupt_id):
+            await session.commit()  # the stale rows of other reviews still go
+            return False
         if row is None and choice is None:
             await session.commit()
-            return
+            return True
         if row is None:
             row = CardChoice(thread_id=thread_id, interrupt_id=interrupt_id, action_index=action_index, account_id=who)
         elif choice is None:
             await session.delete(row)
             await session.commit()
-            return
-        row.choice, row.submitted, row.updated_at = dict(choice or {}), False, utcnow()
+            return True
+        row.choice, row.updated_at = dict(choice or {}), utcnow()
         session.add(row)
         try:
             await session.commit()
-            return
+            return True
         except IntegrityError:
             await session.rollback()
     raise RuntimeError(f"card choice not saved interrupt={interrupt_id} card={action_index}")
 
 
 async def read_choices(*, session: AsyncSession, interrupt_id: str, account_id: str) -> dict[int, dict[str, Any]]:
-    """``account_id``'s open (not submitted) choices on ``interrupt_id``: card index -> payload."""
+    """``account_id``'s open (not submitted) choices on ``interrupt_id``: card index -> payload
+    (``{}`` once the review is decided: claimed, also while an undo window runs)."""
+    if await is_claimed(session=session, interrupt_id=interrupt_id):
+        return {}
     stmt = select(CardChoice).where(
         CardChoice.interrupt_id == interrupt_id, CardChoice.account_id == account_id[:100],
         col(CardChoice.submitted).is_(False),

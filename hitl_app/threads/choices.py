@@ -49,21 +49,21 @@ class CardChoices:
         """Keep ``person``'s choice on card ``index`` of the pending review (None: forget it).
 
         ``thread_id`` / ``interrupt_id`` are the review the tab shows (read by the server, never
-        taken from the browser). Returns False when nothing was kept (too large, or the database
+        taken from the browser). Returns False when nothing was kept (too large; the row was
+        consumed by Submit or the review is decided: ``store.save_choice``; or the database
         failed: logged).
         """
         if kept is not None and len(json.dumps(kept, ensure_ascii=False, default=str)) > MAX_KEPT_CHARS:
             return False
         try:
             async with self._session() as session:
-                await store.save_choice(
+                return await store.save_choice(
                     session=session, thread_id=thread_id, interrupt_id=interrupt_id, action_index=index,
                     account_id=str(person.account_id), choice=kept,
                 )
         except Exception as exc:  # noqa: BLE001 - the choice still stands in the tab
             log.warning("card choice not kept interrupt=%s card=%s: %s: %s", interrupt_id, index, type(exc).__name__, exc)
             return False
-        return True
 
     async def read(self, interrupt_id: str, person: Person) -> dict[int, dict[str, Any]]:
         """``person``'s open kept choices on ``interrupt_id``: card index -> payload (``{}`` when

@@ -14,6 +14,7 @@ from typing import Any
 import reflex as rx
 
 from hitl_app.review.grants import GrantError, GrantRequest
+from hitl_app.review.kept import kept_grant
 from hitl_app.runtime import get_service
 from hitl_app.threads.desk_view import DeskView
 from hitl_app.threads.types import ThreadError
@@ -72,6 +73,7 @@ class DeskState(SessionState):
     grant_notes: list[str] = []
     grant_choice: list[str] = []
     _interrupt_id: str = ""
+    _kept_grants: dict[int, str] = {}
 
     def _show(self, desk: DeskView | None, interrupt_id: str) -> None:
         """Show ``desk`` (None: no review). Private: not callable from the browser."""
@@ -80,7 +82,7 @@ class DeskState(SessionState):
             self.can_undo = False
             self.grant_options, self.grant_notes, self.grant_choice = [], [], []
             self.escalated_note = self.undo_error = ""
-            self._interrupt_id = ""
+            self._interrupt_id, self._kept_grants = "", {}
             return
         self.server_now_ms = _ms(desk.server_now)
         self.deadline_ms = _ms(desk.deadline_at) if not desk.escalated_to else 0
@@ -100,6 +102,24 @@ class DeskState(SessionState):
         if interrupt_id != self._interrupt_id or len(self.grant_choice) != len(desk.grant_scopes):
             self.grant_choice = [NO_GRANT] * len(desk.grant_scopes)
             self._interrupt_id = interrupt_id
+        self._put_kept_grants()
+
+    def _keep_grants(self, grants: dict[int, str]) -> None:
+        """The grant scopes of the kept approvals the review panel just put back (card index ->
+        select value, ``ReviewState._restore``), shown by the next ``_show`` of the review."""
+        self._kept_grants = dict(grants)
+
+    def _put_kept_grants(self) -> None:
+        """Show the kept grant scopes on their cards' selects, each only if the server still
+        offers it to this person (``review.kept.kept_grant``); a scope no longer offered is dropped."""
+        if not self._kept_grants:
+            return
+        choices = list(self.grant_choice)
+        for index, grant in self._kept_grants.items():
+            if 0 <= index < len(choices) and choices[index] == NO_GRANT:
+                offered = [option[0] for option in self.grant_options[index]]
+                choices[index] = kept_grant({"choice": "approve", "grant": grant}, offered) or NO_GRANT
+        self.grant_choice, self._kept_grants = choices, {}
 
     def _grants(self) -> list[dict[str, Any] | None] | None:
         """The grant requests to send with the decisions (None when no card asks for one)."""
@@ -107,12 +127,20 @@ class DeskState(SessionState):
         return grants if any(grants) else None
 
     @rx.event
-    def set_grant(self, index: int, value: str) -> None:
-        """Pick the grant to add with card ``index``'s approval (the server checks it on submit)."""
+    async def set_grant(self, index: int, value: str) -> None:
+        """Pick the grant to add with card ``index``'s approval (the server checks it on submit);
+        kept with the approval until Submit (``ReviewState._keep``)."""
+        from hitl_app.ui.state.review import ReviewState
+
         if isinstance(index, int) and not isinstance(index, bool) and 0 <= index < len(self.grant_choice):
             choices = list(self.grant_choice)
             choices[index] = value if isinstance(value, str) and len(value) < 20 else NO_GRANT
+            if choices[index] == self.grant_choice[index]:
+                return
             self.grant_choice = choices
+            review = await self.get_state(ReviewState)
+            if index < len(review.cards) and review.cards[index].choice == "approve":
+                await review._keep(index)
 
     @rx.event
     async def undo(self):

@@ -11,10 +11,16 @@ right after their decision.
 * With an undo window (``slow_task``): approve, submit, open the thread in a new tab inside the
   window, Undo: the card comes back approved as submitted (it came back blank) and the count is
   back at once (it waited for the inbox's periodic re-read: an Undo announced nothing).
+* An approval's "always allow" scope and an edit typed into the JSON editor but not checked come
+  back in a new tab (the scope came back as "just this once", the editor closed and blank); the
+  scope also after Submit and Undo, in the same tab and in a new one.
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +29,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import watched_page
 from tests.e2e.test_inbox import close, new_page
-from tests.e2e.ui import card, cards, messages, open_new_thread, send, shoot, sign_in_browser, wait_idle
+from tests.e2e.ui import card, cards, edit_json, messages, open_new_thread, send, shoot, sign_in_browser, wait_idle
 from tests.helpers.app_server import AppServer
 
 TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
@@ -127,4 +133,59 @@ def test_undo_after_a_reload_brings_back_the_submitted_choice_and_the_count(brow
     expect(may.get_by_test_id("submit-decisions")).to_have_text("Submit 1 decision")
     expect(count).to_have_text("1")
     shoot(may, "undo-after-reload")
+    close(may)
+
+
+TYPED = '{"to": "alice@example.com",\n "subject": "plans", "body": "draft one"}'
+
+
+def kept_draft(server: AppServer, text: str, timeout: float = 10.0) -> None:
+    """Wait until an open edit with JSON ``text`` is kept in ``card_choices`` (the editor keeps it
+    once typing has paused 800 ms, without a blur)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        con = sqlite3.connect(server.data_dir / "hitl.sqlite", timeout=10)
+        try:
+            found = [json.loads(c) for (c,) in con.execute("SELECT choice FROM card_choices WHERE submitted = 0")]
+        finally:
+            con.close()
+        if any(c.get("open") and c.get("text") == text for c in found):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"the open edit was not kept within {timeout} s")
+
+
+def test_a_grant_scope_and_an_unchecked_edit_come_back_in_a_new_tab_and_after_an_undo(browser: Browser, team_app: AppServer):
+    may = new_page(browser, grant=False)
+    sign_in_browser(may, team_app, role="member", name="May")
+    open_new_thread(may, team_app)
+    send(may, "email bob@example.com about plans: hi and wait 0 seconds")
+    expect(cards(may)).to_have_count(2)
+    card(may, 1).get_by_test_id("decision-approve").click()
+    card(may, 1).get_by_test_id("grant-scope").select_option("thread:24")
+    card(may, 0).get_by_test_id("decision-edit").click()
+    edit_json(card(may, 0), TYPED)  # no blur, no "Check edit": kept once typing pauses (800 ms)
+    expect(card(may, 0).get_by_test_id("edit-diff")).to_contain_text("alice@example.com")  # the server has the text
+    kept_draft(team_app, TYPED)
+
+    may = reopen(may)  # a new tab: only what the server kept comes back
+    editor = card(may, 0).get_by_test_id("card-editor")
+    expect(editor).to_be_visible()  # still open, not checked
+    expect(editor.get_by_test_id("edit-json").locator(".cm-content")).to_have_text(TYPED.replace("\n", ""))
+    expect(card(may, 1).get_by_test_id("grant-scope")).to_have_value("thread:24")
+    expect(may.get_by_test_id("decided-count")).to_have_text("1 of 2 decided")
+    shoot(may, "kept-open-edit-and-scope")
+
+    card(may, 0).get_by_test_id("edit-check").click()
+    expect(editor).to_have_count(0)
+    may.get_by_test_id("submit-decisions").click()
+    expect(may.get_by_test_id("undo")).to_contain_text("Running in")
+    may.get_by_test_id("undo-button").click()  # the same tab
+    expect(may.get_by_test_id("undo")).to_have_count(0)
+    expect(card(may, 1).get_by_test_id("grant-scope")).to_have_value("thread:24")
+    may = reopen(may)  # and a new one
+    expect(card(may, 1).get_by_test_id("card-choice")).to_have_text("approve")
+    expect(card(may, 1).get_by_test_id("grant-scope")).to_have_value("thread:24")
+    expect(card(may, 0).get_by_test_id("card-choice")).to_have_text("edit")
+    expect(may.get_by_test_id("submit-decisions")).to_have_text("Submit 2 decisions")
     close(may)

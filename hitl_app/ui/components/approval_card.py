@@ -8,7 +8,7 @@ import reflex as rx
 
 from hitl_app.review.types import MAX_PASTE_CHARS
 from hitl_app.ui import theme
-from hitl_app.ui.components.card_parts import edited_summary, editor_panel, effect_preview, risk_badge, waited
+from hitl_app.ui.components.card_parts import KEEP_TEXT_MS, edited_summary, editor_panel, effect_preview, risk_badge, waited
 from hitl_app.ui.components.desk import card_deadline, card_grant, undo_bar
 from hitl_app.ui.components.shortcuts import shortcuts_help
 from hitl_app.ui.desk_state import DeskState
@@ -19,8 +19,6 @@ _LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": 
 _ICONS = {"approve": "check", "edit": "pencil", "reject": "x", "respond": "message-circle"}
 _COLORS = {"approve": "green", "edit": "blue", "reject": "red", "respond": "violet"}
 _KEYS = {"approve": "a", "edit": "e", "reject": "r", "respond": "s"}
-KEEP_TEXT_MS = 800
-"""A reject reason or an answer is sent (and kept on the server) once typing pauses this long (ms), and on blur."""
 
 
 def _arg_row(arg: ArgRow) -> rx.Component:

@@ -17,6 +17,11 @@ from hitl_app.ui.components.schema_form import edit_diff, edit_mode_switch, sche
 from hitl_app.ui.rows import CardRow
 from hitl_app.ui.state import ReviewState
 
+KEEP_TEXT_MS = 800
+"""Typed text is kept on the server until Submit once typing pauses this long (ms), and on blur: a
+reject reason, an answer (both sent then), the JSON editor's draft (its text is sent sooner, for
+the diff; ``ReviewState.keep_draft`` keeps it). Never a write per keystroke."""
+
 
 class Waited(rx.Component):
     """``<Waited>`` from ``assets/waited.js``: "waiting 4 min", live.
@@ -174,6 +179,8 @@ def editor_panel(card: CardRow) -> rx.Component:
                 card.draft_json,
                 lambda text: ReviewState.set_json(index, text),
                 schema=card.schema,
+                on_settle=ReviewState.keep_draft(index),
+                settle_ms=KEEP_TEXT_MS,
                 aria_label="Arguments of " + card.tool_name + " (JSON)",
             ),
             rx.vstack(

@@ -43,11 +43,14 @@ class JsonEditor(rx.Component):
             for syntax checks only.
         debounce_ms: how long typing must pause before ``on_change`` fires (ms, default 300);
             leaving the editor (blur, ``Esc``) sends at once.
+        settle_ms: how long typing must pause before ``on_settle`` fires (ms, default 800).
         aria_label: the editing area's accessible name.
         read_only: show without editing.
 
     Events:
         on_change(text: str): the editor's text, debounced.
+        on_settle(): typing paused ``settle_ms``, or the editor was left (after ``on_change``):
+            e.g. keep the draft on the server, without a write per pause of ``debounce_ms``.
     """
 
     library = "$/public/json_editor.js"
@@ -57,10 +60,12 @@ class JsonEditor(rx.Component):
     value: rx.Var[str]
     schema: rx.Var[dict[str, Any] | None]
     debounce_ms: rx.Var[int]
+    settle_ms: rx.Var[int]
     aria_label: rx.Var[str]
     read_only: rx.Var[bool]
 
     on_change: rx.EventHandler[rx.event.passthrough_event_spec(str)]  # type: ignore[type-arg, valid-type]  # Reflex's own idiom
+    on_settle: rx.EventHandler[rx.event.no_args_event_spec]  # type: ignore[type-arg, valid-type]  # as on_change
 
 
 def json_editor(
@@ -72,7 +77,8 @@ def json_editor(
         value: the JSON text (a state var).
         on_change: event handler called with the text, e.g. ``lambda text: CardState.set_json(i, text)``.
         schema: the tool's args JSON schema (a state var or dict), ``None`` for syntax checks only.
-        **props: more ``JsonEditor`` props (``debounce_ms``, ``aria_label``, ``read_only``) or
+        **props: more ``JsonEditor`` props (``debounce_ms``, ``settle_ms``, ``on_settle``, ``aria_label``,
+            ``read_only``) or
             attributes for the wrapper (``custom_attrs``).
 
     Returns:

@@ -84,30 +84,41 @@ class CardEditMixin(rx.State, mixin=True):
             self._store(card, draft)
 
     @rx.event
-    def set_field(self, index: int, path: str, value: Any) -> None:
-        """A form input's new value (text on blur; a select's option or a checkbox on change)."""
+    async def set_field(self, index: int, path: str, value: Any) -> None:
+        """A form input's new value (text on blur; a select's option or a checkbox on change); the
+        open draft is kept until Submit (``_keep``)."""
         if (found := self._editing(index)) is not None:
             card, draft, proposed = found
             self._store(card, card_edit.set_field(card, draft, proposed, path, value))
+            await self._keep(index)  # type: ignore[attr-defined]
 
     @rx.event
-    def add_item(self, index: int, path: str) -> None:
+    async def add_item(self, index: int, path: str) -> None:
         """Append a blank item to the array at ``path``."""
         if (found := self._editing(index)) is not None:
             card, draft, proposed = found
             self._store(card, card_edit.change_items(card, draft, proposed, path, add=True))
+            await self._keep(index)  # type: ignore[attr-defined]
 
     @rx.event
-    def remove_item(self, index: int, path: str) -> None:
+    async def remove_item(self, index: int, path: str) -> None:
         """Remove the array item at ``path``."""
         if (found := self._editing(index)) is not None:
             card, draft, proposed = found
             self._store(card, card_edit.change_items(card, draft, proposed, path, add=False))
+            await self._keep(index)  # type: ignore[attr-defined]
 
     @rx.event
     def set_json(self, index: int, text: str) -> None:
         """The JSON editor's text (debounced, and on leaving it): the draft follows when it parses."""
         self._set_json(index, text)
+
+    @rx.event
+    async def keep_draft(self, index: int) -> None:
+        """The JSON editor's typing paused ``KEEP_TEXT_MS`` (or it was left, after its last
+        ``set_json``): the open draft, its text as typed, is kept until Submit (``_keep``)."""
+        if self._editing(index) is not None:
+            await self._keep(index)  # type: ignore[attr-defined]
 
     def _set_json(self, index: int, text: str) -> None:
         """``set_json``'s work, for the other handlers to call (to mypy an ``@rx.event`` is not a plain method)."""

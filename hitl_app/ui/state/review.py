@@ -62,7 +62,8 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
     ``raised_ms`` / ``server_ms``: when the review was raised and when the server sent it (epoch
     ms, server clock): the cards' "waiting 4 min" counts from them (``waited.js``), never from
     the browser's clock. ``_drafts``: card index -> the editor's draft; ``_edited``: card index ->
-    the edited arguments that passed the server's check. ``undo_open``: the review is complete
+    the edited arguments that passed the server's check; ``_kept_last``: card index -> what this
+    tab last kept of it on the server (``CardChoiceMixin._keep`` writes only a change). ``undo_open``: the review is complete
     and waits out its undo window (``ChatState._apply_view``).
     """
 
@@ -76,6 +77,7 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
     _review_json: str = ""
     _edited: dict[int, dict[str, Any]] = {}
     _drafts: dict[int, dict[str, Any]] = {}
+    _kept_last: dict[int, str] = {}
     _previews_for: str = ""
     _previews_owner: str = ""
 

@@ -8,6 +8,7 @@ import asyncio
 
 from hitl_app.store.choices import consume_choices, read_choices, reopen_choices, save_choice
 from hitl_app.store.drafts import read_drafts
+from hitl_app.store.tables import AuditRecord, utcnow
 
 REJECT = {"choice": "reject", "reason": "wrong person"}
 
@@ -69,3 +70,26 @@ async def test_a_choice_on_a_new_review_of_the_thread_drops_the_old_reviews_choi
     assert await read(session, "3", "i1") == {}
     assert await read(session, "3", "i2") == {0: {"choice": "approve"}}
     assert await read(session, "4", "i1") == {0: REJECT}  # only the person's own rows go
+
+
+async def test_a_save_after_submit_or_after_the_review_was_decided_changes_nothing(session):
+    await save(session, "3", 0, {"choice": "approve", "grant": "thread:24"})
+    async with session() as s:
+        await consume_choices(session=s, interrupt_id="i1", account_id="3")
+    await save(session, "3", 0, REJECT)  # a late save (a debounced reason, another tab): not reopened
+    await save(session, "3", 0, None)
+    assert await read(session, "3") == {}
+    async with session() as s:
+        await reopen_choices(session=s, interrupt_id="i1", account_id="3")  # only an Undo reopens it
+    assert await read(session, "3") == {0: {"choice": "approve", "grant": "thread:24"}}
+    await save(session, "4", 1, REJECT)
+    async with session() as s:  # the review is decided: its claim (audit rows) is written
+        now = utcnow()
+        s.add(AuditRecord(thread_id="t1", interrupt_id="i1", action_index=0, tool_name="send_email", decision_type="approve",
+                          requested_at=now, decided_at=now, waited_seconds=0.0))
+        await s.commit()
+    await save(session, "3", 0, REJECT)
+    await save(session, "5", 0, {"choice": "approve"})
+    assert await read(session, "3") == {} and await read(session, "4") == {} and await read(session, "5") == {}
+    async with session() as s:
+        assert await reopen_choices(session=s, interrupt_id="i1", account_id="5") == 0  # nothing was written
