@@ -121,10 +121,25 @@ class DeskState(SessionState):
                 choices[index] = kept_grant({"choice": "approve", "grant": grant}, offered) or NO_GRANT
         self.grant_choice, self._kept_grants = choices, {}
 
-    def _grants(self) -> list[dict[str, Any] | None] | None:
-        """The grant requests to send with the decisions (None when no card asks for one)."""
-        grants = [grant_payload(c) for c in self.grant_choice]
+    def _grants(self, choices: list[str]) -> list[dict[str, Any] | None] | None:
+        """The grant requests to send with the decisions (None when no card asks for one).
+
+        Args:
+            choices: each card's choice in this tab (``"approve"``, ``"reject"``, ...); a grant
+                goes only with an approval, whatever scope the card's select last held.
+        """
+        grants = [
+            grant_payload(c) if i < len(choices) and choices[i] == "approve" else None
+            for i, c in enumerate(self.grant_choice)
+        ]
         return grants if any(grants) else None
+
+    def _drop_grant(self, index: int) -> None:
+        """Card ``index`` is no longer an approval: its scope goes back to "just this once"."""
+        if 0 <= index < len(self.grant_choice) and self.grant_choice[index] != NO_GRANT:
+            choices = list(self.grant_choice)
+            choices[index] = NO_GRANT
+            self.grant_choice = choices
 
     @rx.event
     async def set_grant(self, index: int, value: str) -> None:

@@ -248,6 +248,8 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
             self._set(index, error=f"{str(kind).capitalize()} is not allowed for {card.tool_name}.")
             return
         self.review_error = ""
+        if kind != "approve":
+            (await self.get_state(DeskState))._drop_grant(index)  # a grant goes only with an approval
         if kind == "edit":
             self._open_editor(index)
         else:
@@ -351,7 +353,7 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
             decisions = [decision_payload(d) for d in draft.to_decisions(self.cards, edited)]
         service = get_service()
         try:
-            grants = (await self.get_state(DeskState))._grants()
+            grants = (await self.get_state(DeskState))._grants([card.choice for card in self.cards])
             run_id = await service.submit_review(chat.tid, self.interrupt_id, decisions, person=person, grants=grants)
         except ReviewError as exc:
             return await self._refused(chat, exc, person)
