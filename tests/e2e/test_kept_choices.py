@@ -14,6 +14,8 @@ right after their decision.
 * An approval's "always allow" scope and an edit typed into the JSON editor but not checked come
   back in a new tab (the scope came back as "just this once", the editor closed and blank); the
   scope also after Submit and Undo, in the same tab and in a new one.
+* A value typed into the edit form without leaving the field comes back in a new tab (QA: it was
+  kept only on blur, so the typing was lost).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import watched_page
 from tests.e2e.test_inbox import close, new_page
-from tests.e2e.ui import card, cards, edit_json, messages, open_new_thread, send, shoot, sign_in_browser, wait_idle
+from tests.e2e.ui import card, cards, edit_json, form_field, messages, open_new_thread, send, shoot, sign_in_browser, wait_idle
 from tests.helpers.app_server import AppServer
 
 TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
@@ -88,6 +90,24 @@ def test_a_reject_with_its_reason_stays_chosen_after_a_reload_and_submit_resumes
     outcomes = messages(page, "tool").get_by_test_id("tool-outcome")
     expect(outcomes).to_have_text(["rejected", "executed"])
     expect(messages(page, "tool").first).to_contain_text("wrong address, ask Alice")
+    assert not page.problems, page.problems  # type: ignore[attr-defined]
+
+
+def test_a_form_edit_typed_without_leaving_the_field_comes_back_in_a_new_tab(page: Page, app_server: AppServer):
+    open_new_thread(page, app_server)
+    send(page, "email bob@example.com about plans: hi")
+    expect(cards(page)).to_have_count(1)
+    card(page, 0).get_by_test_id("decision-edit").click()
+    expect(card(page, 0).get_by_test_id("edit-form")).to_be_visible()
+    form_field(card(page, 0), "to").fill("carol@example.com")  # no blur, no "Check edit"
+    expect(card(page, 0).get_by_test_id("edit-diff")).to_contain_text("carol@example.com")  # the server has it
+    page = reopen(page)
+    expect(card(page, 0).get_by_test_id("card-editor")).to_be_visible()  # still open, not checked
+    expect(form_field(card(page, 0), "to")).to_have_value("carol@example.com")
+    card(page, 0).get_by_test_id("edit-check").click()
+    page.get_by_test_id("submit-decisions").click()
+    wait_idle(page)
+    expect(messages(page, "tool").get_by_test_id("tool-outcome")).to_have_text(["edited"])
     assert not page.problems, page.problems  # type: ignore[attr-defined]
 
 

@@ -30,6 +30,10 @@ FieldEvent = Callable[[Any, Any], Any]
 PathEvent = Callable[[Any], Any]
 """``(path) -> event``: e.g. ``lambda path: CardState.add_item(index, path)``."""
 
+FIELD_SETTLE_MS = 800
+"""How long typing in a text field must pause before its value goes to the server (ms), as the
+JSON editor's ``settle_ms``: one write per pause, never one per keystroke."""
+
 _KIND_COLOR = {"changed": "blue", "added": "green", "removed": "red"}
 
 
@@ -43,6 +47,9 @@ def _input(row: FormRow, on_field: FieldEvent, key: rx.Var) -> rx.Component:
         key=key,
         default_value=row.value,
         on_blur=lambda value: on_field(row.path, value),
+        # also once typing pauses, so an open draft is kept (and its diff shown) without leaving the
+        # field; Reflex debounces in the browser (one timer for the form's fields: leaving one sends at once)
+        on_change=lambda value: on_field(row.path, value).debounce(FIELD_SETTLE_MS),
         width="100%",
         custom_attrs=attrs,
     )
