@@ -281,6 +281,8 @@ class InboxState(SessionState):
                             return
                         stale, pages = read is not None and self.pages != pages, self.pages
                         events = None if stale else self._show(read)
+                        if who is not None and not stale:
+                            self._show_identity(who)  # e.g. the Metrics link after a role change
                 if events is None:
                     yield sign_in_redirect()
                     return

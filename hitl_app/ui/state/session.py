@@ -117,12 +117,17 @@ class SessionState(rx.State):
             if self.user_name or self.user_role:
                 self.user_name = self.user_role = self.user_email = ""
             return None
-        if (self.user_name, self.user_role, self.user_email) != (who.display_name, who.role.value, who.email):
-            self.user_name, self.user_role, self.user_email = who.display_name, who.role.value, who.email
+        self._show_identity(who)
         if self._claimed_for != who.account_id and is_browser_id(self.browser_id):
             self._claimed_for = who.account_id
             await self._claim_legacy(who)
         return who
+
+    def _show_identity(self, who: Principal) -> None:
+        """The user menu and the role-dependent links (Metrics) follow ``who``, read just now (a
+        role changed by an admin shows without a reload wherever a watcher re-read the session)."""
+        if (self.user_name, self.user_role, self.user_email) != (who.display_name, who.role.value, who.email):
+            self.user_name, self.user_role, self.user_email = who.display_name, who.role.value, who.email
 
     async def _claim_legacy(self, who: Principal) -> None:
         """Threads this browser made before accounts (owned by its localStorage id) become

@@ -126,3 +126,25 @@ async def test_the_composer_line_says_what_is_left_for_this_person(server):
                 what="one approval left",
             )
         assert mo.chat["status"] == "review"
+
+
+ADMIN = "reflex___state____state.hitl_app___ui___state___session____session_state.hitl_app___ui___admin_state____admin_state"
+
+
+async def test_a_demoted_reviewers_open_inbox_loses_the_metrics_link_without_a_reload(server):
+    key = uuid.uuid4().hex[:8]
+    ada = await server.asign_in("ada-" + key, role="admin", name="Ada")
+    rex = await server.asign_in("rex-" + key, role="reviewer", name="Rex")
+    async with WsClient(server.url, session=rex.token) as tab:
+        await tab.hydrate("/reviews")
+        await tab.wait_for(lambda c: c.state.get("SessionState", {}).get("may_open_metrics") is True, what="Metrics link")
+        async with WsClient(server.url, session=ada.token) as admin:
+            await admin.hydrate("/admin")
+            await admin.call(f"{ADMIN}.set_role", account_id=rex.account_id, role="member")
+            await admin.wait_for(lambda c: "Role changed" in (c.state.get(ADMIN, {}).get("message") or ""), what="changed")
+        # Rex does nothing: his open tab's watcher re-reads the session and the link goes
+        await tab.wait_for(
+            lambda c: c.state.get("SessionState", {}).get("may_open_metrics") is False
+            and c.state["SessionState"].get("user_role") == "member",
+            timeout=10, what="the Metrics link gone (QA: it stayed until a reload)",
+        )
