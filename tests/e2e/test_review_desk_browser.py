@@ -122,6 +122,10 @@ def test_grant_from_a_card_then_revoke(page: Page, desk_server: AppServer):
     keep(page, "metrics-page-phone")
     page.goto(desk_server.url + "/grants")
     expect(page.get_by_test_id("grant-row")).to_have_count(1)
+    # every column fits the phone's width: the row is a block of labelled lines, nothing scrolls sideways
+    box = page.get_by_test_id("grant-row").bounding_box()
+    assert box is not None and box["x"] + box["width"] <= 390, box
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
     keep(page, "grants-page-phone")
 
 

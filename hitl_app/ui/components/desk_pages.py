@@ -25,12 +25,36 @@ def _top(title: str) -> rx.Component:
     return rx.hstack(rx.link("← Chat", href="/", size="2"), rx.heading(title, size="5"), align="center", spacing="4")
 
 
+_STACKED_ON_PHONE = {
+    "@media (max-width: 640px)": {
+        "& thead": {"display": "none"},
+        "& tr": {"display": "block", "padding": "10px 0", "borderBottom": "1px solid var(--gray-a5)"},
+        "& td": {
+            "display": "flex", "alignItems": "baseline", "gap": "10px", "padding": "3px 0",
+            "boxShadow": "none", "minWidth": "0 !important", "maxWidth": "none !important", "height": "auto",
+            "minHeight": "0",
+        },
+        "& td[data-label]::before": {
+            "content": "attr(data-label)", "flex": "0 0 6.5rem", "fontSize": "12px", "color": "var(--gray-11)",
+        },
+    },
+}
+"""On a phone each grant is a block of labelled lines (the header row hidden), so Revoke and every
+column fit the screen instead of a table that scrolls sideways with no hint."""
+
+
+def _label(text: str) -> dict[str, str]:
+    """The column name a cell shows before its value when the table is stacked (phone)."""
+    return {"data-label": text}
+
+
 def _grant_row(row: Any) -> rx.Component:
     return rx.table.row(
         rx.table.cell(
-            rx.badge(row["status"], color_scheme=rx.match(row["status"], ("active", "green"), ("revoked", "red"), "gray"))
+            rx.badge(row["status"], color_scheme=rx.match(row["status"], ("active", "green"), ("revoked", "red"), "gray")),
+            custom_attrs=_label("Status"),
         ),
-        rx.table.cell(rx.code(row["tool"], style={"whiteSpace": "nowrap"})),
+        rx.table.cell(rx.code(row["tool"], style={"whiteSpace": "nowrap"}), custom_attrs=_label("Tool")),
         rx.table.cell(rx.vstack(
             rx.text(row["scope"], size="2"),
             rx.cond(row["args"] != "", rx.code(row["args"], size="1", style={"overflowWrap": "anywhere"})),
@@ -39,15 +63,15 @@ def _grant_row(row: Any) -> rx.Component:
                 rx.link("thread " + row["thread"].to(str), href="/thread/" + row["thread_id"].to(str), size="1"),
             ),
             spacing="1",
-        ), min_width="200px"),
-        rx.table.cell(rx.text(row["granted_by"], size="2", style=theme.WRAP), max_width="200px"),
-        rx.table.cell(rx.text(row["made"], size="1", style={"whiteSpace": "nowrap"})),
+        ), min_width="200px", custom_attrs=_label("Scope")),
+        rx.table.cell(rx.text(row["granted_by"], size="2", style=theme.WRAP), max_width="200px", custom_attrs=_label("Made by")),
+        rx.table.cell(rx.text(row["made"], size="1", style={"whiteSpace": "nowrap"}), custom_attrs=_label("Made (UTC)")),
         rx.table.cell(rx.vstack(
             rx.text(row["ends"], size="1", style={"whiteSpace": "nowrap"}),
             rx.cond(row["revoked"] != "", rx.text(row["revoked"], size="1", color=theme.MUTED)),
             spacing="1",
-        )),
-        rx.table.cell(rx.text(row["uses"].to(str), size="2"), data_testid="grant-uses"),
+        ), custom_attrs=_label("Ends (UTC)")),
+        rx.table.cell(rx.text(row["uses"].to(str), size="2"), data_testid="grant-uses", custom_attrs=_label("Used")),
         rx.table.cell(rx.cond(
             row["can_revoke"],
             rx.button(
@@ -74,7 +98,7 @@ def grants_page() -> rx.Component:
                     for h in ("Status", "Tool", "Scope", "Made by", "Made (UTC)", "Ends (UTC)", "Used", "")
                 ])),
                 rx.table.body(rx.foreach(GrantsState.rows, _grant_row)),
-                width="100%", size="1",
+                width="100%", size="1", style=_STACKED_ON_PHONE,
             ),
             width="100%", overflow_x="auto",
         ),
