@@ -115,7 +115,7 @@ def _stat(label: str, value: Any, testid: str) -> rx.Component:
         rx.vstack(
             rx.text(label, size="1", color=theme.MUTED), rx.text(value, size="5", weight="bold", data_testid=testid), spacing="1"
         ),
-        min_width="140px",
+        flex="1 1 140px", min_width="140px",
     )
 
 
@@ -162,7 +162,7 @@ def _metrics_body() -> rx.Component:
             rx.recharts.y_axis(allow_decimals=False),
             rx.recharts.graphing_tooltip(),
             rx.recharts.bar(data_key="reviews", fill="var(--accent-9)", name="reviews", is_animation_active=False),
-            data=MetricsState.days, width="100%", height=220,
+            data=MetricsState.days, width="100%", height=220, margin={"top": 5, "right": 20, "left": 0, "bottom": 5},
         ),
         rx.heading("Outcomes per tool", size="3"),
         rx.recharts.bar_chart(
@@ -175,7 +175,7 @@ def _metrics_body() -> rx.Component:
                 rx.recharts.bar(data_key=o, stack_id="outcomes", fill=OUTCOME_COLORS[o], name=o, is_animation_active=False)
                 for o in OUTCOMES
             ],
-            data=MetricsState.per_tool, width="100%", height=280,
+            data=MetricsState.per_tool, width="100%", height=280, margin={"top": 5, "right": 20, "left": 0, "bottom": 5},
         ),
         spacing="4", width="100%",
     )
