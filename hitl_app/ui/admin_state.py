@@ -180,7 +180,7 @@ class AdminState(SessionState):
             if disabled is True:
                 await auth.disable(engine=engine, account_id=_id(account_id), by=who)
                 await _inboxes_reread()
-                self.message = "Account disabled: its open tabs lose access at their next action."
+                self.message = "Account disabled: its open tabs are signed out now."
             else:
                 await auth.enable(engine=engine, account_id=_id(account_id), by=who)
                 self.message = "Account enabled."
