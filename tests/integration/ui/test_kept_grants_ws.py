@@ -22,14 +22,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.helpers import app_db
 from tests.helpers.app_server import AppServer
-from tests.helpers.paths import ROOT
-from tests.helpers.ws_client import SESSION, WsClient
+from tests.helpers.ws_client import WsClient
+from tests.integration.ui.test_card_choices_ws import DESK, POLICY
 
 pytestmark = pytest.mark.app
-DESK = f"{SESSION}.hitl_app___ui___desk_state____desk_state"
-TEAM = (ROOT / "examples" / "policies" / "team.toml").read_text(encoding="utf-8")
-POLICY = TEAM.replace('description = "Wait {seconds} seconds"\n', 'description = "Wait {seconds} seconds"\nundo_seconds = 120\n')
 
 
 @pytest.fixture(scope="module")
@@ -44,11 +42,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
 
 
 def rows(server: AppServer, statement: str, *params: object) -> list[tuple]:
-    con = sqlite3.connect(server.data_dir / "hitl.sqlite", timeout=10)
-    try:
-        return [tuple(r) for r in con.execute(statement, params)]
-    finally:
-        con.close()
+    """Rows of ``statement`` on the server's database (``app_db.query``)."""
+    return [tuple(r) for r in app_db.query(server.data_dir, statement, params)]
 
 
 def grants_of(c: WsClient) -> list[str]:
