@@ -136,6 +136,9 @@ async def test_a_checked_edit_survives_a_reload_and_is_sent_as_edited(server):
         await tab.load_thread(tid)
         await tab.send("email bob@example.com about plans: hi")
         await tab.wait_review(1)
+        await tab.call("ReviewState.choose", index=0, kind="edit")
+        await tab.wait_for(lambda c: c.review["cards"][0]["editing"], what="the editor open")
+        assert tab.review["chips"][0] == ["editing: not checked", "open"] and tab.review["decided_count"] == 0
         await tab.call("ReviewState.save_edit", index=0, text=edited)
         await tab.wait_for(lambda c: c.review["cards"][0]["choice"] == "edit" and not c.review["cards"][0]["editing"],
                            what="the edit checked")
@@ -144,6 +147,7 @@ async def test_a_checked_edit_survives_a_reload_and_is_sent_as_edited(server):
         await tab.wait_for(lambda c: (c.review.get("cards") or [{}])[0].get("choice") == "edit", what="the edit kept")
         card = tab.review["cards"][0]
         assert not card["editing"] and "alice@example.com" in card["args_json"] and card["diff"]
+        assert tab.review["chips"][0] == ["edit", "done"] and tab.review["decided_count"] == 1
         await tab.call("ReviewState.submit")
         await tab.wait_for(lambda c: c.chat.get("status") == "idle" and not c.chat.get("streaming"), timeout=30,
                            what="the run ends")
