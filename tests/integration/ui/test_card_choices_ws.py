@@ -120,8 +120,11 @@ async def test_undo_after_a_reload_brings_back_the_submitted_choices(server):
     async with WsClient(server.url, browser_id=mo) as tab:  # the reload, inside the window
         await tab.load_thread(tid)
         await tab.wait_for(lambda c: (c.state.get(DESK) or {}).get("undo_ms", 0) > 0, what="the undo window again")
+        lines = [(x["tool"], x["verb"], x["detail"]) for x in tab.state[DESK]["undo_lines"]]  # the server's word
+        assert lines == [("send_email", "rejected", "not today"), ("slow_task", "approved", "")]
         await tab.call(f"{DESK}.undo")
         await tab.wait_for(lambda c: c.state[DESK].get("undo_ms") == 0, what="undone")
+        assert tab.state[DESK]["undo_lines"] == []
         await tab.wait_for(lambda c: picks(c.review.get("cards") or [])[:1] == [("reject", "not today", "")],
                            what="the submitted choices back on the cards")
         assert picks(tab.review["cards"]) == [("reject", "not today", ""), ("approve", "", "")]
