@@ -146,6 +146,24 @@ def is_decided(card: DraftCard) -> bool:
     return card.choice in ("approve", "reject")
 
 
+NOT_CHECKED = "editing: not checked"
+"""The chip of a card whose editor is open (or whose last check failed): not decided yet."""
+
+NO_ANSWER = "respond: no answer yet"
+"""The chip of a card set to respond before its answer has text: not decided yet."""
+
+
+def choice_chip(card: DraftCard) -> tuple[str, bool]:
+    """The small label of a card's pick and whether it counts as decided (``is_decided``, as the
+    counter and Submit count it): ``("approve", True)``, ``("edit", True)`` once "Check edit"
+    passed, ``(NOT_CHECKED, False)`` before, ``(NO_ANSWER, False)``; ``("", False)`` with no pick."""
+    if not card.choice:
+        return "", False
+    if is_decided(card):
+        return card.choice, True
+    return {"edit": NOT_CHECKED, "respond": NO_ANSWER}.get(card.choice, card.choice), False
+
+
 def decided_count(cards: Sequence[DraftCard]) -> int:
     """How many cards are decided (the "2 of 3 decided" counter): complete on the server (decided
     by anyone earlier) or decided in this draft."""

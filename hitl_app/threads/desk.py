@@ -16,7 +16,8 @@ per tool, the deadline, whether grants are allowed and how long the undo window 
   partial submissions stay, as those approvals do), and the submitter's kept card choices
   (``store.choices``) come back. Only the submitter or an admin may
   undo. Both are review events (``store.desk``) beside the audit.
-- ``decorate`` adds the ``DeskView`` to a thread view (deadline, escalation, undo window, grants).
+- ``decorate`` adds the ``DeskView`` to a thread view (deadline, escalation, undo window with each
+  card's decision in words, ``review.decided``, grants).
 """
 
 # Tested by: tests/integration/threads/test_review_desk.py
@@ -30,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
+from hitl_app.review.decided import decided_lines
 from hitl_app.review.desk_policy import DEFAULT_DESK, ToolDesk, review_deadline, undo_window
 from hitl_app.review.grants import GRANT_SCOPES, GrantError, GrantRequest, check_grant, grant_refusal, scope_text
 from hitl_app.review.rights import Card, Person, ToolRights, check_decision, rights_in_force
@@ -306,6 +308,7 @@ class ReviewDesk:
         if resume is not None and resume.status == "pending":
             desk.undo_until, desk.undo_by = resume.due_at, resume.by_name
             desk.viewer_may_undo = self.may_undo(resume.by_id, person)
+            desk.decided = decided_lines(review, resume.decisions or [])
         for card in cards:
             scopes, note = self.grant_scopes(card, person, owner_id)
             desk.grant_scopes.append(scopes)

@@ -8,6 +8,8 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
+from hitl_app.review.decided import DecidedLine
+
 
 class DeskView(BaseModel):
     """The desk's part of a thread's pending review (times aware UTC, from the server's clock).
@@ -23,6 +25,8 @@ class DeskView(BaseModel):
         undo_until: the end of the undo window of a submitted review (None: no window open).
         undo_by: the display name of who submitted it.
         viewer_may_undo: True when the viewing person may undo it (the submitter, or an admin).
+        decided: while the undo window is open, each card's decision as the server will resume
+            with it (``review.decided``), for everyone viewing the thread; ``[]`` otherwise.
         grant_scopes: per card, the grant scopes the viewing person may add with an approval.
         grant_notes: per card, why no grant is offered (``""`` when some are, or the tool needs none).
         owner_name: the display name of the thread's owner (whose threads a ``person`` grant
@@ -40,6 +44,7 @@ class DeskView(BaseModel):
     undo_until: datetime | None = None
     undo_by: str = ""
     viewer_may_undo: bool = False
+    decided: list[DecidedLine] = []
     grant_scopes: list[list[str]] = []
     grant_notes: list[str] = []
     owner_name: str = ""

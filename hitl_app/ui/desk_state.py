@@ -18,6 +18,7 @@ from hitl_app.review.kept import kept_grant
 from hitl_app.runtime import get_service
 from hitl_app.threads.desk_view import DeskView
 from hitl_app.threads.types import ThreadError
+from hitl_app.ui.rows import DecidedRow
 from hitl_app.ui.state.session import SessionState
 
 COUNTDOWN_JS_SRC = "/js/countdown.js"
@@ -68,6 +69,7 @@ class DeskState(SessionState):
     undo_ms: int = 0
     undo_by: str = ""
     can_undo: bool = False
+    undo_lines: list[DecidedRow] = []
     undo_error: str = ""
     grant_options: list[list[list[str]]] = []
     grant_notes: list[str] = []
@@ -80,6 +82,7 @@ class DeskState(SessionState):
         if desk is None:
             self.deadline_ms = self.undo_ms = 0
             self.can_undo = False
+            self.undo_lines = []
             self.grant_options, self.grant_notes, self.grant_choice = [], [], []
             self.escalated_note = self.undo_error = ""
             self._interrupt_id, self._kept_grants = "", {}
@@ -94,6 +97,7 @@ class DeskState(SessionState):
         )
         self.undo_ms, self.undo_by = _ms(desk.undo_until), desk.undo_by
         self.can_undo = desk.viewer_may_undo and desk.undo_until is not None
+        self.undo_lines = [DecidedRow(**line.model_dump()) for line in desk.decided] if desk.undo_until else []
         owner = "my" if desk.viewer_is_owner else possessive(desk.owner_name)
         self.grant_options = [
             [[v, label] for s in scopes for v, label in grant_choices(s, owner)] for scopes in desk.grant_scopes

@@ -103,6 +103,20 @@ class CardRow:
 
 
 @dataclass
+class DecidedRow:
+    """One card of a submitted review while its undo window is open (``review.decided.DecidedLine``):
+    ``tool``, ``decision`` (``approve``...; ``""`` unreadable), ``verb`` (``approved``...), ``detail``
+    (reason, answer, or an edit's changes) and an edit's ``args`` (one line of JSON)."""
+
+    index: int
+    tool: str
+    decision: str
+    verb: str
+    detail: str
+    args: str
+
+
+@dataclass
 class ThreadRow:
     """A sidebar entry."""
 

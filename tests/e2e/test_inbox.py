@@ -2,7 +2,9 @@
 examples/policies/team.toml: the member asks to pay, the reviewer's /reviews shows it live (no
 reload), the sidebar count and the tab title follow, a notification fires while the reviewer's
 tab is hidden (and opens the review when clicked), the item opens the thread with its card, and
-the reviewer's approval empties the inbox. Permission to notify is asked only by the button."""
+the reviewer's approval empties the inbox. Permission to notify is asked only by the button.
+"Nothing waits for you." sits in the middle of the page's column on a desktop and on a phone (QA:
+it hugged the left edge)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from tests.helpers.app_server import AppServer
 
 TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
 SHOTS = Path("/work/notes/shots/inbox2")
+DESK_SHOTS = Path("/work/notes/shots/deskux")
 
 # Records every Notification made (and every permission request), and lets the test say the tab
 # is hidden (document.visibilityState), as a person switching to another tab would.
@@ -132,6 +135,37 @@ def test_notification_permission_is_asked_only_from_the_button(browser, team_ser
     else:  # this Chromium answers without a prompt: no button to press, and nothing was asked
         expect(page.get_by_test_id("inbox-notify")).to_have_count(0)
         assert page.evaluate("window.__asks") == 0
+    close(page)
+
+
+CENTRE_OFFSET = """el => {
+  const column = el.parentElement.getBoundingClientRect(), middle = (column.left + column.right) / 2;
+  const lines = [];
+  for (const p of el.querySelectorAll('p, span')) {
+    for (const node of p.childNodes) {
+      if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim()) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      lines.push(...[...range.getClientRects()].map(r => Math.abs((r.left + r.right) / 2 - middle)));
+    }
+  }
+  return lines.length ? Math.max(...lines) : 999;
+}"""
+"""How far (px) the empty inbox's lines of text sit from the middle of the page's column, at most
+(every wrapped line of each text, measured one by one)."""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_nothing_waits_is_centred_in_the_page_on_desktop_and_phone(browser, team_server, width):
+    page = new_page(browser, grant=False, viewport={"width": width, "height": 844})
+    sign_in_browser(page, team_server, role="reviewer", name="Nia")
+    page.goto(team_server.url + "/reviews")
+    empty = page.get_by_test_id("inbox-empty")
+    expect(empty).to_contain_text("Nothing waits for you.")
+    assert empty.evaluate(CENTRE_OFFSET) <= 2, "the empty inbox is off the middle of the page"
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    DESK_SHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shoot(page, f"inbox-empty-{width}"), DESK_SHOTS / f"inbox-empty-{width}.png")
     close(page)
 
 

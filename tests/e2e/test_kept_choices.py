@@ -15,12 +15,15 @@ right after their decision.
   back in a new tab (the scope came back as "just this once", the editor closed and blank); the
   scope also after Submit and Undo, in the same tab and in a new one.
 * A value typed into the edit form without leaving the field comes back in a new tab (QA: it was
-  kept only on blur, so the typing was lost).
+  kept only on blur, so the typing was lost). Until "Check edit" passes the card's chip says
+  "editing: not checked" and the count and Submit do not count it (QA: the chip said "edit" as
+  soon as the editor opened); then "edit", "1 of 1 decided".
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -31,10 +34,23 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.e2e.conftest import watched_page
 from tests.e2e.test_inbox import close, new_page
-from tests.e2e.ui import card, cards, edit_json, form_field, messages, open_new_thread, send, shoot, sign_in_browser, wait_idle
+from tests.e2e.ui import (
+    card,
+    cards,
+    edit_json,
+    form_field,
+    messages,
+    open_new_thread,
+    send,
+    shoot,
+    shoot_at,
+    sign_in_browser,
+    wait_idle,
+)
 from tests.helpers.app_server import AppServer
 
 TEAM = Path(__file__).resolve().parents[2] / "examples" / "policies" / "team.toml"
+NOTES_SHOTS = Path("/work/notes/shots/deskux")
 WITH_UNDO = TEAM.read_text(encoding="utf-8").replace(
     'description = "Wait {seconds} seconds"\n', 'description = "Wait {seconds} seconds"\nundo_seconds = 120\n'
 )
@@ -48,6 +64,12 @@ def team_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     policy.write_text(WITH_UNDO, encoding="utf-8")
     with AppServer(data / "app", env={"HITL_POLICY": str(policy)}) as server:
         yield server
+
+
+def keep_shot(page: Page, name: str) -> None:
+    """The viewport as ``test-artifacts/shots/<name>.png``, copied to ``/work/notes/shots/deskux``."""
+    NOTES_SHOTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shoot_at(page, card(page, 0), name), NOTES_SHOTS / f"{name}.png")
 
 
 def reopen(page: Page) -> Page:
@@ -99,12 +121,22 @@ def test_a_form_edit_typed_without_leaving_the_field_comes_back_in_a_new_tab(pag
     expect(cards(page)).to_have_count(1)
     card(page, 0).get_by_test_id("decision-edit").click()
     expect(card(page, 0).get_by_test_id("edit-form")).to_be_visible()
+    chip = card(page, 0).get_by_test_id("card-choice")
+    expect(chip).to_have_text("editing: not checked")  # not "edit": nothing is decided yet (QA)
+    expect(page.get_by_test_id("decided-count")).to_have_text("0 of 1 decided")
+    expect(page.get_by_test_id("submit-decisions")).to_be_disabled()
     form_field(card(page, 0), "to").fill("carol@example.com")  # no blur, no "Check edit"
     expect(card(page, 0).get_by_test_id("edit-diff")).to_contain_text("carol@example.com")  # the server has it
+    keep_shot(page, "chip-editing-not-checked")
     page = reopen(page)
     expect(card(page, 0).get_by_test_id("card-editor")).to_be_visible()  # still open, not checked
+    expect(card(page, 0).get_by_test_id("card-choice")).to_have_text("editing: not checked")
     expect(form_field(card(page, 0), "to")).to_have_value("carol@example.com")
     card(page, 0).get_by_test_id("edit-check").click()
+    expect(card(page, 0).get_by_test_id("card-choice")).to_have_text("edit")  # checked: now it is decided
+    expect(page.get_by_test_id("decided-count")).to_have_text("1 of 1 decided")
+    expect(page.get_by_test_id("submit-decisions")).to_have_text("Submit 1 decision")
+    keep_shot(page, "chip-edit-checked")
     page.get_by_test_id("submit-decisions").click()
     wait_idle(page)
     expect(messages(page, "tool").get_by_test_id("tool-outcome")).to_have_text(["edited"])
@@ -193,6 +225,7 @@ def test_a_grant_scope_and_an_unchecked_edit_come_back_in_a_new_tab_and_after_an
     expect(editor).to_be_visible()  # still open, not checked
     expect(editor.get_by_test_id("edit-json").locator(".cm-content")).to_have_text(TYPED.replace("\n", ""))
     expect(card(may, 1).get_by_test_id("grant-scope")).to_have_value("thread:24")
+    expect(card(may, 0).get_by_test_id("card-choice")).to_have_text("editing: not checked")
     expect(may.get_by_test_id("decided-count")).to_have_text("1 of 2 decided")
     shoot(may, "kept-open-edit-and-scope")
 

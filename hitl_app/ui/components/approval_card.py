@@ -90,7 +90,7 @@ def _state_text(card: CardRow) -> rx.Component:
                 ("approve", "approved"),
                 ("reject", "rejected"),
                 ("respond", "answer chosen"),
-                ("edit", rx.cond(card.editing, "editing", "edited")),
+                ("edit", rx.cond(card.editing, "editing, not checked", "edited")),
                 "not decided yet",
             ),
         ),
@@ -110,6 +110,17 @@ def _standing_badge(card: CardRow) -> rx.Component:
     )
 
 
+def _choice_chip(card: CardRow) -> rx.Component:
+    """The pick so far ("approve", "edit"), amber while it does not count as decided yet
+    ("editing: not checked" until "Check edit" passes): ``ReviewState.chips``, Submit's own rule."""
+    chip = ReviewState.chips[card.index]
+    done = chip[1] == "done"
+    return rx.cond(card.choice != "", rx.badge(
+        chip[0], color_scheme=rx.cond(done, "gray", "amber"), variant=rx.cond(done, "soft", "outline"),
+        data_testid="card-choice", custom_attrs={"data-decided": rx.cond(done, "true", "false")},
+    ))
+
+
 def _header(card: CardRow) -> rx.Component:
     return rx.hstack(
         rx.icon("shield-alert", size=18, color="var(--amber-11)", aria_hidden="true"),
@@ -117,7 +128,7 @@ def _header(card: CardRow) -> rx.Component:
         rx.spacer(),
         waited(),
         _standing_badge(card),
-        rx.cond(card.choice != "", rx.badge(card.choice, color_scheme="gray", data_testid="card-choice")),
+        _choice_chip(card),
         width="100%",
         align="center",
         wrap="wrap",

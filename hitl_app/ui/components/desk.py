@@ -2,7 +2,8 @@
 
 ``card_deadline`` (time left, test id ``deadline``), ``card_grant`` (the "always allow" choice
 next to an approval, test id ``grant-scope``) and ``undo_bar`` (``"Running in 10 s · Undo"``,
-test id ``undo``). Kept apart from the card itself (``approval_card``), which shows them.
+test id ``undo``, with what was decided on each card: test id ``undo-summary``, one
+``undo-decision`` per card). Kept apart from the card itself (``approval_card``), which shows them.
 """
 
 # Tested by: tests/e2e/test_review_desk_browser.py
@@ -13,7 +14,7 @@ import reflex as rx
 
 from hitl_app.ui import theme
 from hitl_app.ui.desk_state import NO_GRANT, DeskState
-from hitl_app.ui.rows import CardRow
+from hitl_app.ui.rows import CardRow, DecidedRow
 
 
 def _countdown(due, before: str, done: str, testid: str, after: str = "") -> rx.Component:
@@ -89,9 +90,52 @@ def card_grant(card: CardRow) -> rx.Component:
     )
 
 
+_VERB_COLORS = (("approve", "green"), ("edit", "blue"), ("reject", "red"), ("respond", "violet"))
+
+
+def _decided(line: DecidedRow) -> rx.Component:
+    """One card of the submitted review, read-only: ``send_email  [edited]  to: a -> b`` and an
+    edit's arguments, a reject's reason, an answer (``data-decision``: the decision type)."""
+    return rx.vstack(
+        rx.hstack(
+            rx.code(line.tool, size="2", weight="bold", style={"whiteSpace": "nowrap"}),
+            rx.badge(line.verb, color_scheme=rx.match(line.decision, *_VERB_COLORS, "gray"), data_testid="undo-verb"),
+            rx.cond(
+                line.detail != "",
+                rx.text(line.detail, size="2", data_testid="undo-detail", style={"overflowWrap": "anywhere", "minWidth": "0"}),
+                rx.cond(line.decision == "reject", rx.text("no reason given", size="2", color=theme.MUTED)),
+            ),
+            align="center", spacing="2", wrap="wrap", width="100%",
+        ),
+        rx.cond(
+            line.args != "",
+            rx.text(line.args, size="1", font_family=theme.MONO, color=theme.MUTED, data_testid="undo-args",
+                    style={"overflowWrap": "anywhere", "whiteSpace": "pre-wrap"}),
+        ),
+        spacing="1", width="100%",
+        custom_attrs={"data-testid": "undo-decision", "data-action-name": line.tool, "data-decision": line.decision,
+                      "role": "listitem"},
+    )
+
+
+def undo_summary() -> rx.Component:
+    """What the submission decided, card by card (``DeskState.undo_lines``, the server's word),
+    read-only, for everyone who sees the undo bar; nothing when there are no lines."""
+    return rx.cond(
+        DeskState.undo_lines.length() > 0,
+        rx.vstack(
+            rx.text("Decided:", size="1", weight="medium", color=theme.MUTED),
+            rx.foreach(DeskState.undo_lines, _decided),
+            spacing="2", width="100%", padding_top="4px", border_top="1px solid var(--amber-a5)",
+            data_testid="undo-summary", custom_attrs={"role": "list", "aria-label": "What was decided"},
+        ),
+    )
+
+
 def undo_bar() -> rx.Component:
     """After Submit with an undo window: "Running in 10 s · Undo" for the submitter (or an admin),
-    "Running in 10 s unless Rex undoes it" for everyone else."""
+    "Running in 10 s unless Rex undoes it" for everyone else; below it, what each card's
+    decision was (``undo_summary``)."""
     return rx.callout.root(
         rx.hstack(
             rx.icon("hourglass", size=16),
@@ -113,5 +157,7 @@ def undo_bar() -> rx.Component:
             align="center", spacing="3", width="100%", wrap="wrap",
         ),
         rx.cond(DeskState.undo_error != "", rx.text(DeskState.undo_error, size="2", color=theme.ERROR_COLOR)),
+        undo_summary(),
         color_scheme="amber", width="100%", data_testid="undo",
+        style={"display": "flex", "flexDirection": "column"},  # (Radix's grid shrank the rows to their content)
     )

@@ -84,6 +84,8 @@ def _more() -> rx.Component:
 
 
 def _empty() -> rx.Component:
+    """"Nothing waits for you.", centred in the page's column (the column's stack aligns its
+    children to the start: without the full width this box hugged its text at the left)."""
     return rx.center(
         rx.vstack(
             rx.icon("circle-check", size=28, color="var(--green-9)"),
@@ -91,7 +93,9 @@ def _empty() -> rx.Component:
             rx.text("New reviews you may decide appear here as they come.", size="2", color=theme.MUTED),
             align="center",
             spacing="2",
+            text_align="center",
         ),
+        width="100%",
         padding="48px 16px",
         data_testid="inbox-empty",
     )

@@ -1,5 +1,7 @@
 """The approval cards' choices kept on the server until Submit, and shown again after a reload.
 
+Also each card's chip (``chips``: the pick in words, and whether Submit counts it as decided).
+
 A Reflex state mixin of ``ReviewState`` (which provides ``cards``, ``interrupt_id``, ``_chat``,
 ``_review``, ``_set``, ``_store``, ``_edited``, ``_drafts`` and ``_kept_last``). Each handler that
 changes a card's choice calls ``_keep`` (a click, a reason or answer when its field changes, a
@@ -52,6 +54,13 @@ class CardChoiceMixin(rx.State, mixin=True):
         def _review(self) -> PendingReview | None: ...
         def _set(self, index: int, **changes: Any) -> None: ...
         def _store(self, card: CardRow, draft: dict[str, Any]) -> None: ...
+
+    @rx.var
+    def chips(self) -> list[list[str]]:
+        """Each card's chip as ``[text, "done" | "open"]`` (``draft.choice_chip``, by card index):
+        ``["edit", "done"]`` once "Check edit" passed, ``["editing: not checked", "open"]`` while
+        the editor is open; ``["", "open"]`` with no pick. "done" is what Submit counts as decided."""
+        return [[text, "done" if done else "open"] for text, done in map(draft.choice_chip, self.cards)]
 
     async def _keep(self, index: int) -> None:
         """Keep card ``index``'s choice as it stands in the tab now: the choice, an approval's

@@ -251,6 +251,7 @@ async def test_undo_puts_the_review_back_and_the_window_resumes_exactly_once(run
     assert await svc.submit_review(t, iid, APPROVE, person=MIA) is None, "the run waits out the undo window"
     waiting = await svc.load(t, viewer=MIA)
     assert waiting.pending is not None and waiting.desk.undo_until is not None and waiting.desk.undo_by == "Mia"
+    assert [(d.tool, d.verb) for d in waiting.desk.decided] == [("slow_task", "approved")], "what the window runs"
     with pytest.raises(ReviewError) as info:  # decided: nobody else decides it meanwhile
         await svc.submit_review(t, iid, [{"type": "reject"}], person=MIA)
     assert info.value.code == "stale"
@@ -260,6 +261,7 @@ async def test_undo_puts_the_review_back_and_the_window_resumes_exactly_once(run
     await svc.desk.undo(t, iid, MIA)
     back = await svc.load(t, viewer=MIA)
     assert back.pending is not None and back.pending.interrupt_id == iid and back.desk.undo_until is None
+    assert back.desk.decided == []
     assert rows(svc, AuditRecord, thread_id=t) == [], "the claim is released: answerable again"
     later = back.desk.requested_at + timedelta(minutes=10)  # the inbox counts from the interrupt, not the undo
     async with svc._session() as session:

@@ -120,8 +120,11 @@ async def test_undo_after_a_reload_brings_back_the_submitted_choices(server):
     async with WsClient(server.url, browser_id=mo) as tab:  # the reload, inside the window
         await tab.load_thread(tid)
         await tab.wait_for(lambda c: (c.state.get(DESK) or {}).get("undo_ms", 0) > 0, what="the undo window again")
+        lines = [(x["tool"], x["verb"], x["detail"]) for x in tab.state[DESK]["undo_lines"]]  # the server's word
+        assert lines == [("send_email", "rejected", "not today"), ("slow_task", "approved", "")]
         await tab.call(f"{DESK}.undo")
         await tab.wait_for(lambda c: c.state[DESK].get("undo_ms") == 0, what="undone")
+        assert tab.state[DESK]["undo_lines"] == []
         await tab.wait_for(lambda c: picks(c.review.get("cards") or [])[:1] == [("reject", "not today", "")],
                            what="the submitted choices back on the cards")
         assert picks(tab.review["cards"]) == [("reject", "not today", ""), ("approve", "", "")]
@@ -136,6 +139,9 @@ async def test_a_checked_edit_survives_a_reload_and_is_sent_as_edited(server):
         await tab.load_thread(tid)
         await tab.send("email bob@example.com about plans: hi")
         await tab.wait_review(1)
+        await tab.call("ReviewState.choose", index=0, kind="edit")
+        await tab.wait_for(lambda c: c.review["cards"][0]["editing"], what="the editor open")
+        assert tab.review["chips"][0] == ["editing: not checked", "open"] and tab.review["decided_count"] == 0
         await tab.call("ReviewState.save_edit", index=0, text=edited)
         await tab.wait_for(lambda c: c.review["cards"][0]["choice"] == "edit" and not c.review["cards"][0]["editing"],
                            what="the edit checked")
@@ -144,6 +150,7 @@ async def test_a_checked_edit_survives_a_reload_and_is_sent_as_edited(server):
         await tab.wait_for(lambda c: (c.review.get("cards") or [{}])[0].get("choice") == "edit", what="the edit kept")
         card = tab.review["cards"][0]
         assert not card["editing"] and "alice@example.com" in card["args_json"] and card["diff"]
+        assert tab.review["chips"][0] == ["edit", "done"] and tab.review["decided_count"] == 1
         await tab.call("ReviewState.submit")
         await tab.wait_for(lambda c: c.chat.get("status") == "idle" and not c.chat.get("streaming"), timeout=30,
                            what="the run ends")

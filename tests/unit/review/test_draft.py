@@ -40,6 +40,21 @@ def test_a_respond_needs_an_answer_with_text():
     assert draft.is_decided(card(0, "respond", answer="blue"))
 
 
+def test_the_chip_says_an_open_or_unchecked_edit_is_not_decided_as_the_counter_does():
+    editing = card(0, "edit", editing=True)
+    refused = card(1, "edit", editing=True, edit_error="`to` is required")
+    checked, answered, blank = card(2, "edit"), card(3, "respond", answer="blue"), card(4, "respond")
+    assert draft.choice_chip(editing) == ("editing: not checked", False)
+    assert draft.choice_chip(refused) == ("editing: not checked", False)
+    assert draft.choice_chip(checked) == ("edit", True)
+    assert draft.choice_chip(answered) == ("respond", True)
+    assert draft.choice_chip(blank) == ("respond: no answer yet", False)
+    assert draft.choice_chip(card(5, "approve")) == ("approve", True)
+    assert draft.choice_chip(card(6)) == ("", False)
+    cards = [editing, refused, checked, answered, blank]
+    assert draft.decided_count(cards) == sum(draft.choice_chip(c)[1] for c in cards) == 2
+
+
 def test_counter_and_all_decided():
     cards = [card(0, "approve"), card(1, "respond"), card(2)]
     assert draft.decided_count(cards) == 1
