@@ -21,7 +21,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -42,7 +42,8 @@ class DemoChatModel(BaseChatModel):
     streaming (see ``examples/support_agent``).
 
     Fields:
-        words_per_second: streaming pace in words per second; 0 disables pacing.
+        words_per_second: streaming pace in words per second, held against the clock (``_Pace``);
+            0 disables pacing.
         bound_tool_names: names set by ``bind_tools``; calls to other tools are never emitted.
             None (not bound) means no tool calls at all.
 
@@ -160,12 +161,12 @@ class DemoChatModel(BaseChatModel):
     ) -> Iterator[ChatGenerationChunk]:
         # BaseChatModel.stream/_generate_with_cache report each chunk to the callbacks
         # (on_llm_new_token) themselves, so this method must not (tokens would double).
-        delay = 1.0 / self.words_per_second if self.words_per_second > 0 else 0.0
+        pace = _Pace(self.words_per_second, time.monotonic)
         for item in self._chunks(self._plan(messages)):
             if isinstance(item, RuntimeError):
                 raise item
-            if delay and item.message.content:
-                time.sleep(delay)
+            if item.message.content and (wait := pace.next_wait()) > 0:
+                time.sleep(wait)
             yield item
 
     async def _astream(
@@ -175,13 +176,39 @@ class DemoChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        delay = 1.0 / self.words_per_second if self.words_per_second > 0 else 0.0
+        pace = _Pace(self.words_per_second, asyncio.get_running_loop().time)
         for item in self._chunks(self._plan(messages)):
             if isinstance(item, RuntimeError):
                 raise item
-            if delay and item.message.content:
-                await asyncio.sleep(delay)
+            if item.message.content and (wait := pace.next_wait()) > 0:
+                await asyncio.sleep(wait)
             yield item
+
+
+class _Pace:
+    """The demo model's clock: content token k (1, 2, ...) is due ``k / words_per_second`` seconds
+    after the stream started, like a remote model's stream, whose rate does not depend on how busy
+    the reader is. A ``sleep(1 / rate)`` per token instead adds every overshoot of the sleep (about
+    10% at 100 words/s, more on a busy event loop) to the reply's length.
+
+    A reader that fell more than ``MAX_BEHIND_S`` behind (the process stalled) gets at most
+    ``MAX_BEHIND_S`` worth of tokens at once; the rest of the missed time is not made up.
+    """
+
+    MAX_BEHIND_S = 0.25
+
+    def __init__(self, words_per_second: float, clock: Callable[[], float]) -> None:
+        self.step = 1.0 / words_per_second if words_per_second > 0 else 0.0
+        self.clock = clock
+        self.due = clock()
+
+    def next_wait(self) -> float:
+        """Seconds to wait before the next content token (0.0: send it now; always 0.0 unpaced)."""
+        if not self.step:
+            return 0.0
+        now = self.clock()
+        self.due = max(self.due + self.step, now - self.MAX_BEHIND_S)
+        return self.due - now
 
 
 def _trailing_tool_results(

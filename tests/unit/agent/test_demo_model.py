@@ -10,6 +10,7 @@ from langchain.agents.middleware.human_in_the_loop import _answer_message
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from hitl_app.agent.demo import HELP_TEXT, DemoChatModel
+from hitl_app.agent.demo.model import _Pace
 
 TOOL_NAMES = ["send_email", "write_file", "delete_file", "execute_sql", "ask_user", "read_data", "slow_task",
               "transfer_funds"]
@@ -279,3 +280,40 @@ def test_sql_in_a_summary_stays_inside_its_code_span(model, query):
     assert [(t.type, t.content) for t in tokens] == [("code_inline", " ".join(query.splitlines()))]
     intro = model.invoke([HumanMessage(f"sql: {query}")]).text
     assert "<img" not in MarkdownIt("commonmark").render(intro)
+
+
+class _Clock:
+    """A clock the test moves by hand (seconds)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_pace_keeps_the_rate_when_each_wait_overshoots():
+    # token k is due k/rate after the start: a late wake-up shortens the next wait, so 100 tokens
+    # at 100/s end at 1.0 s however much each sleep overshot (a sleep per token would end at 1.3 s)
+    clock = _Clock()
+    pace = _Pace(100, clock)
+    for _ in range(100):
+        wait = pace.next_wait()
+        clock.now += max(wait, 0) + 0.003  # every sleep overshoots by 3 ms
+    assert clock.now - 100.0 == pytest.approx(1.0 + 0.003, abs=1e-9)
+
+
+def test_pace_after_a_stall_sends_at_most_a_quarter_second_of_tokens_at_once():
+    clock = _Clock()
+    pace = _Pace(100, clock)
+    assert pace.next_wait() == pytest.approx(0.01)
+    clock.now += 5.0  # the process stalled for 5 s
+    at_once = 0
+    while pace.next_wait() <= 0:
+        at_once += 1
+    assert at_once == 25  # 0.25 s worth at 100/s, not the 500 missed
+
+
+def test_unpaced_never_waits():
+    pace = _Pace(0, _Clock())
+    assert [pace.next_wait() for _ in range(3)] == [0.0, 0.0, 0.0]
