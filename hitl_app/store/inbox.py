@@ -130,13 +130,17 @@ async def pending_cards(
 
 
 async def _pending(
-    session: AsyncSession, rights: Mapping[str, ToolRights], rows: Sequence[tuple[ReviewRequestRecord, ThreadRecord]]
+    session: AsyncSession, rights: Mapping[str, ToolRights], rows: Sequence[tuple[ReviewRequestRecord, ThreadRecord]],
+    escalated: Mapping[str, str] | None = None,
 ) -> dict[str, list[PendingCard]]:
-    """Interrupt id -> the open cards of that review (with drafts and the asker's name), in card order."""
+    """Interrupt id -> the open cards of that review (with drafts and the asker's name), in card
+    order. ``escalated``: interrupt id -> role of the escalated reviews when already read (a
+    superset of these rows' is fine), else they are read here."""
     if not rows:
         return {}
     drafted = await _drafts(session, [r.interrupt_id for r, _ in rows])
-    escalated = await _escalations(session, [r.interrupt_id for r, _ in rows])
+    if escalated is None:
+        escalated = await _escalations(session, [r.interrupt_id for r, _ in rows])
     names = await _names(session, [t.owner or "" for _, t in rows])
     out: dict[str, list[PendingCard]] = {}
     for request, thread in rows:
@@ -186,6 +190,7 @@ async def inbox_page(
     thread_id: str | None = None,
     count: bool = True,
     now: datetime | None = None,
+    escalated: Mapping[str, str] | None = None,
 ) -> InboxPage:
     """The cards waiting for ``person``, one page: oldest review first (``newest_first``: newest
     first), from after the cursor ``after`` (``""``: the start), about ``limit`` cards.
@@ -195,15 +200,18 @@ async def inbox_page(
     index; each card is then checked in Python (``waits_for``, the authority) and batches are read
     until the page is full or nothing is left. ``thread_id`` keeps one thread only. ``count=False``
     skips the count query (``total`` is then the cards on this page when more follow). ``now``
-    (aware UTC, default now) gives the waits.
+    (aware UTC, default now) gives the waits. ``escalated``: ``escalations``' answer when the
+    caller read it already (several pages in one session), else it is read here.
 
     Raises:
         ValueError: ``after`` is not a cursor this function returned.
     """
     now = now or utcnow()
     me = str(person.account_id)
-    escalated = list((await session.exec(inbox_query.escalated_for(person))).all())
-    where = inbox_query.may_wait_for(person, rights, escalated)
+    if escalated is None:
+        escalated = await escalations(session=session)
+    roles = inbox_query.escalated_roles(person)
+    where = inbox_query.may_wait_for(person, rights, sorted(i for i, role in escalated.items() if role in roles))
     if thread_id is not None:
         where = and_(where, col(ReviewRequestRecord.thread_id) == thread_id)
     batch = max(limit, 10)
@@ -214,7 +222,7 @@ async def inbox_page(
         if not rows:
             cursor = ""
             break
-        pending = await _pending(session, rights, [(r, t) for r, t, _ in rows])
+        pending = await _pending(session, rights, [(r, t) for r, t, _ in rows], escalated)
         used = 0
         for request, _thread, mine in rows:
             kept = [_item(p, now) for p in pending.get(request.interrupt_id, []) if waits_for(p.card, person)]
@@ -231,6 +239,12 @@ async def inbox_page(
     else:
         total = max(len(items), await _count(session, where, me) - dropped)
     return InboxPage(items=items, total=total, next_after=cursor)
+
+
+async def escalations(*, session: AsyncSession) -> dict[str, str]:
+    """Interrupt id -> the role a deadline escalated it to, for every undecided escalated review
+    (``inbox_query.escalated_reviews``; few)."""
+    return {i: role for i, role in (await session.exec(inbox_query.escalated_reviews())).all() if role}
 
 
 async def pending_reviews(

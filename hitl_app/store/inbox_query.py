@@ -31,7 +31,7 @@ from datetime import datetime
 from sqlalchemy import ColumnElement, and_, case, exists, false, func, literal, not_, or_, select, true
 from sqlmodel import col
 from sqlmodel import select as sqlmodel_select
-from sqlmodel.sql.expression import SelectOfScalar
+from sqlmodel.sql.expression import Select
 
 from hitl_app.review.rights import Person, ReviewRule, ToolRights, is_listed
 from hitl_app.review.rights_policy import OWNER, ROLES
@@ -99,7 +99,8 @@ def may_wait_for(
 ) -> ColumnElement[bool]:
     """The SQL condition (over ``review_requests`` joined with ``threads``) that keeps every
     pending review with a card that may wait for ``person`` (see the module docstring);
-    ``escalated``: the interrupt ids ``escalated_for(person)`` found."""
+    ``escalated``: the interrupt ids of the reviews a deadline escalated to a role they hold
+    (``escalated_reviews``, kept by ``escalated_roles``)."""
     me = str(person.account_id)
     listed = sorted(t for t, r in rights.items() if any(_listed_elsewhere(rule, person) for rule in _rules(r)))
     never_self = sorted(t for t, r in rights.items() if not any(_owner_may_approve(rule, person) for rule in _rules(r)))
@@ -122,18 +123,14 @@ def escalated_roles(person: Person) -> list[str]:
     return list(ROLES[: ROLES.index(role) + 1]) if role in ROLES else []
 
 
-def escalated_for(person: Person) -> SelectOfScalar[str]:
-    """The undecided reviews a deadline escalated to a role ``person`` holds (``review_expiries``,
-    status ``escalated``): interrupt ids, few. Read first, so the page query gets a short id list
-    (or nothing) instead of a subquery on every pending row, and the owner index can still serve it."""
+def escalated_reviews() -> Select[str, str | None]:
+    """Every undecided review a deadline escalated (``review_expiries``, status ``escalated``):
+    ``(interrupt id, role)`` rows, few. One read serves a whole inbox read: the page query's id
+    list (the ones whose role the person holds, ``escalated_roles``) and the cards' widened rights."""
     return (
-        sqlmodel_select(col(ReviewExpiry.interrupt_id))
+        sqlmodel_select(col(ReviewExpiry.interrupt_id), col(ReviewExpiry.escalate_to))
         .join(ReviewRequestRecord, col(ReviewRequestRecord.interrupt_id) == col(ReviewExpiry.interrupt_id))
-        .where(
-            col(ReviewExpiry.status) == "escalated",
-            col(ReviewExpiry.escalate_to).in_(escalated_roles(person) or [""]),
-            col(ReviewRequestRecord.decided) == false(),
-        )
+        .where(col(ReviewExpiry.status) == "escalated", col(ReviewRequestRecord.decided) == false())
     )
 
 

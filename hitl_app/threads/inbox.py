@@ -17,6 +17,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -32,6 +33,21 @@ from hitl_app.threads.mailer import SmtpConfig, build_message, one_line, send_ma
 from hitl_app.threads.review_signal import ReviewSignal
 
 log = logging.getLogger("hitl_app.reviews")
+
+
+@dataclass(frozen=True)
+class InboxView:
+    """One read of what an open inbox shows (``ReviewInbox.first_pages``).
+
+    Attributes:
+        page: the first pages (items, total, cursor).
+        newest: the newest cards when the pages do not reach them (else empty).
+        here: the card of the thread on screen, if one waits (at most one).
+    """
+
+    page: InboxPage
+    newest: list[InboxItem]
+    here: list[InboxItem]
 
 
 class ReviewInbox:
@@ -64,6 +80,27 @@ class ReviewInbox:
                 session=session, person=person, rights=self.rights, after=after, limit=limit,
                 newest_first=newest_first, thread_id=thread_id, count=count,
             )
+
+    async def first_pages(
+        self, person: Person, *, limit: int = inbox_store.PAGE_SIZE, newest: int = 0, thread_id: str = "",
+    ) -> InboxView:
+        """What an open inbox shows, read in one database session: the first ``limit`` cards and
+        the total (``store.inbox.inbox_page``), the ``newest`` newest cards when not all are on
+        those pages, and a card of ``thread_id`` (the thread on screen, ``""``: none). The
+        escalated reviews are read once for the three."""
+        async with self._session() as session:
+            escalated = await inbox_store.escalations(session=session)
+
+            async def read(**kw: Any) -> InboxPage:
+                return await inbox_store.inbox_page(session=session, person=person, rights=self.rights,
+                                                    escalated=escalated, **kw)
+
+            page = await read(limit=limit)
+            latest = (await read(newest_first=True, limit=newest, count=False)).items if newest and page.next_after else []
+            here = [i for i in page.items if i.pending.thread_id == thread_id] if thread_id else []
+            if thread_id and not here and page.next_after:
+                here = (await read(thread_id=thread_id, limit=1, count=False)).items
+        return InboxView(page, latest, here[:1])
 
     async def note_opened(self, interrupt_id: str, person: Person) -> None:
         """``person`` opened the thread while review ``interrupt_id`` waited: no reminder for it.

@@ -4,7 +4,8 @@ and the browser notification, kept live.
 Every page with the sidebar loads it (``InboxState.refresh``) and starts the tab's one inbox
 watcher (``InboxState.watch``, a background task). The watcher waits on the review signal
 (``bus.reviews``: any worker announces a new, drafted or decided review) and re-reads this
-person's inbox from the database, re-checking the sign-in session each time; it also re-reads
+person's inbox from the database, re-checking the sign-in session each time (at the same time
+as the read, ``checked_read``: nothing is shown unless the session still holds); it also re-reads
 every ``REFRESH_S`` seconds so the waiting times move. A new review that cannot concern the
 person (its announcement's audience, ``hitl_app.review.audience``, as of their last read) is
 skipped without a read. Each read is handed to the page's
@@ -14,6 +15,7 @@ person allowed it, shows a notification for a card it has not shown before.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable
@@ -24,6 +26,7 @@ import reflex as rx
 from reflex.event import EventSpec
 
 from hitl_app.auth.http import session_token_from_cookie_header
+from hitl_app.auth.types import Principal
 from hitl_app.review.audience import Audience, policy_key
 from hitl_app.runtime import get_inbox
 from hitl_app.store.inbox import PAGE_SIZE, InboxItem
@@ -127,20 +130,47 @@ def inbox_script(read: InboxRead) -> EventSpec:
     return rx.call_script(f"hitlInbox({json.dumps({'count': read.total, 'cards': cards}, ensure_ascii=False)})")
 
 
+async def read_inbox(who: Any, open_thread: str, pages: int = 1) -> tuple[InboxRead, str]:
+    """The inbox of ``who`` (a Principal), read now in one database session: the first ``pages``
+    pages, the total and, when there is more, the newest cards; with the interrupt id of a card
+    of ``open_thread`` (the thread on screen, "" for none) that waits for them, else ``""``."""
+    view = await get_inbox().first_pages(who, limit=max(1, pages) * PAGE_SIZE, newest=NEWEST, thread_id=open_thread)
+    page = view.page
+    read = InboxRead([row_of(i) for i in page.items], page.total, page.next_after, [row_of(i) for i in view.newest])
+    return read, (view.here[0].pending.interrupt_id if view.here else "")
+
+
 async def rows_for(who: Any, open_thread: str, pages: int = 1) -> InboxRead:
-    """The inbox of ``who`` (a Principal), read now: the first ``pages`` pages, the total and,
-    when there is more, the newest cards. A card of ``open_thread`` (the thread on screen, "" for
-    none) is noted as opened, so no reminder mail goes out for it."""
-    inbox = get_inbox()
-    page = await inbox.page_for(who, limit=max(1, pages) * PAGE_SIZE)
-    newest = [] if not page.next_after else (await inbox.page_for(who, newest_first=True, limit=NEWEST, count=False)).items
-    if open_thread:
-        here = [i for i in page.items if i.pending.thread_id == open_thread]
-        if not here and page.next_after:
-            here = (await inbox.page_for(who, thread_id=open_thread, limit=1, count=False)).items
-        if here:
-            await inbox.note_opened(here[0].pending.interrupt_id, who)
-    return InboxRead([row_of(i) for i in page.items], page.total, page.next_after, [row_of(i) for i in newest])
+    """``read_inbox``, and a card of ``open_thread`` is noted as opened, so no reminder mail goes
+    out for it."""
+    read, opened = await read_inbox(who, open_thread, pages)
+    if opened:
+        await get_inbox().note_opened(opened, who)
+    return read
+
+
+async def checked_read(
+    session: str, who: Principal | None, open_thread: str, pages: int
+) -> tuple[Principal | None, InboxRead | None]:
+    """The watcher's read: the sign-in session ``session`` re-read now, and the inbox of the
+    person it gives. ``who``: the person of the last read (None: unknown); their inbox is read
+    AT THE SAME TIME as the session (two connections), so the session check adds no wait. The
+    read is used only when the session still gives exactly ``who``; another person (a changed
+    role or name) is read again, and a card is noted as opened only then.
+
+    Returns ``(None, None)`` when signed out (expired, signed out, disabled), else the person
+    and their read."""
+    if who is None:
+        who = await session_principal(session)
+        return who, (None if who is None else await rows_for(who, open_thread, pages))
+    now, (read, opened) = await asyncio.gather(session_principal(session), read_inbox(who, open_thread, pages))
+    if now is None:
+        return None, None
+    if now != who:
+        return now, await rows_for(now, open_thread, pages)
+    if opened:
+        await get_inbox().note_opened(opened, now)
+    return now, read
 
 
 def concerned(who: Any, policy: str) -> Callable[[Audience], bool]:
@@ -266,16 +296,18 @@ class InboxState(SessionState):
             version, who = await signal.version(), await session_principal(session)
             while True:
                 announced, version = await signal.wait_for(version, REFRESH_S, concerned(who, policy))
-                if not INBOX_WATCHERS.is_current(me) or not await tab_connected(token):
+                if not INBOX_WATCHERS.is_current(me):
                     return
-                version = await signal.version()  # before the read: a later change wakes us again
+                # the version before the read (a later change wakes us again), with the tab check
+                connected, version = await asyncio.gather(tab_connected(token), signal.version())
+                if not connected:
+                    return
                 # the database is read outside the tab's lock, and without taking it first (one
                 # lock per announcement): a watcher another worker's newer one retired finds out
                 # below, before it shows anything
                 stale = True
                 while stale:  # again when "Load more" added a page during the read
-                    who = await session_principal(session)
-                    read = None if who is None else await rows_for(who, thread_id_of(path), pages)
+                    who, read = await checked_read(session, who, thread_id_of(path), pages)
                     async with self:
                         if self._watch_id != me.watch_id:
                             return

@@ -142,3 +142,31 @@ async def test_a_review_a_deadline_escalated_to_a_role_reaches_that_role_and_abo
         p = await page(session, person)
         assert ([i.pending.thread_id for i in p.items], p.total) == (["t-close"], 1)
     assert (await page(session, MO)).total == 0  # a member is below the role it was escalated to
+
+
+async def test_one_read_gives_the_first_pages_the_newest_and_the_open_threads_card(engines, session):
+    from hitl_app.store.desk_tables import ReviewExpiry
+    from hitl_app.store.inbox import escalations
+    from hitl_app.threads.inbox import ReviewInbox
+    from hitl_app.threads.review_signal import LocalReviewSignal
+
+    await add_people(session)
+    ids = await payments(session, 5)
+    inbox = ReviewInbox(engines, TEAM, LocalReviewSignal())
+    view = await inbox.first_pages(REX, limit=2, newest=2, thread_id=ids[4])
+    assert ([i.pending.thread_id for i in view.page.items], view.page.total) == (ids[:2], 5)
+    assert [i.pending.thread_id for i in view.newest] == [ids[4], ids[3]]
+    assert [i.pending.thread_id for i in view.here] == [ids[4]]  # not on the page: read apart
+    whole = await inbox.first_pages(REX, limit=10, newest=2, thread_id=ids[1])
+    assert (whole.newest, [i.pending.thread_id for i in whole.here]) == ([], [ids[1]])
+    # the escalated reviews, read once per read: undecided ones only
+    async with session() as s:
+        s.add(ReviewExpiry(interrupt_id=f"i-{ids[0]}", thread_id=ids[0], status="escalated", escalate_to="admin",
+                           due_at=utcnow()))
+        await s.commit()
+        assert await escalations(session=s) == {f"i-{ids[0]}": "admin"}
+        row = await s.get(ReviewRequestRecord, f"i-{ids[0]}")
+        row.decided = True
+        s.add(row)
+        await s.commit()
+        assert await escalations(session=s) == {}

@@ -2,7 +2,8 @@
 real websockets: a new review reaches the open inbox of a reviewer it may wait for, on another
 worker than the run's; the open inbox of a member it cannot concern does not re-read at all (no
 ``InboxState.total`` in a delta, which every inbox read sets); a decided review still leaves the
-reviewer's inbox (that announcement names nobody, so every inbox reads).
+reviewer's inbox (that announcement names nobody, so every inbox reads); a tab whose session was
+signed out is sent to sign-in by the next review it may concern, and never shows that review.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import accounts
 from tests.helpers.app_server import AppServer
 from tests.helpers.postgres import fresh_database
 from tests.helpers.redis_server import require_redis
@@ -97,4 +99,33 @@ async def test_a_new_review_reaches_its_reviewer_on_another_worker_and_skips_a_m
         await reviewer.wait_for(lambda c: not inbox_rows(c, tid), timeout=30, what="the decided review left the inbox")
     finally:
         for tab in (asker, reviewer, *bystanders):
+            await tab.close()
+
+
+def redirected_to_sign_in(c: WsClient) -> bool:
+    return any(e.get("name") == "_redirect" and (e.get("payload") or {}).get("path") == "/sign-in" for e in c.events)
+
+
+async def test_a_signed_out_inbox_is_sent_to_sign_in_by_the_next_review_and_never_shows_it(server):
+    key = uuid.uuid4().hex[:8]
+    rita = await server.asign_in("rita-out-" + key, role="reviewer", name="Rita")
+    mia = await server.asign_in("mia-out-" + key, role="member", name="Mia")
+    asker = await open_tab(server, mia.token)
+    reviewer = await open_tab(server, rita.token, avoid=worker(asker))
+    try:
+        await asyncio.sleep(1)  # the watchers wait on the signal
+        # signed out elsewhere (e.g. "sign out everywhere" on her laptop): nothing is announced
+        status, answer, _ = await asyncio.to_thread(
+            accounts.post_json, f"{server.url}/auth/sign-out", {}, f"hitl_session={rita.token}")
+        assert (status, answer) == (200, {"ok": True})
+        tid = str(uuid.uuid4())
+        await asker.load_thread(tid)
+        await asker.send("email bob@example.com about the budget: draft")
+        await asker.wait_review(1)
+        # the review may concern Rita, so her watcher reads; the session check comes with that
+        # read (not only with the periodic one, 30 s later), and the review is not shown
+        await reviewer.wait_for(redirected_to_sign_in, timeout=15, what="Rita's signed-out tab sent to sign-in")
+        assert not inbox_rows(reviewer, tid)
+    finally:
+        for tab in (asker, reviewer):
             await tab.close()
