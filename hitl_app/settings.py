@@ -11,7 +11,7 @@ Every knob the app has lives here, so no other module reads ``os.environ``. Vari
 | HITL_AGENT         | unset                 | ``package.module:attribute`` of a developer's agent      |
 | HITL_POLICY        | unset                 | path of a TOML policy file for the built-in agent        |
 | HITL_MODEL_MAX_RETRIES | provider default  | retries of a real provider's client on 429/5xx/timeouts  |
-| HITL_DB_POOL_SIZE  | ``10``                | PostgreSQL connections per pool (checkpointer, engines)   |
+| HITL_DB_POOL_SIZE  | ``10``                | connections kept per pool (engines; PG checkpointer)     |
 | HITL_REDIS_URL / REFLEX_REDIS_URL | unset  | Redis for several workers: run events, run locks, Stop   |
 | HITL_SESSION_HOURS | ``168``               | a sign-in session ends after this long without activity  |
 | HITL_SIGNIN_MAX_FAILURES | ``5``           | failed sign-ins per email within the window               |

@@ -42,9 +42,13 @@ class Engines:
 def make_engines(url: str | DatabaseURL, *, pool_size: int = 10) -> Engines:
     """Create both engines for ``url`` (a ``DatabaseURL``, or text that parses as one).
 
-    For SQLite the parent folder is created. On PostgreSQL each engine keeps up to ``pool_size``
-    connections (plus as many again for a burst), each pinged before use, so one the server closed
-    is replaced instead of failing the request. Raises ValueError for an unsupported scheme.
+    For SQLite the parent folder is created, and the async engine keeps ``pool_size`` connections
+    open (plus as many again for a burst; SQLAlchemy's default keeps 5 and opens and closes a new
+    connection, with its thread and pragmas, for every session beyond them: a review's card and a
+    submission read several rows at once while other tabs read too). On PostgreSQL each engine keeps
+    up to ``pool_size`` connections (plus as many again for a burst), each pinged before use, so one
+    the server closed is replaced instead of failing the request. Raises ValueError for an
+    unsupported scheme.
     """
     database = url if isinstance(url, DatabaseURL) else DatabaseURL.parse(url)
     if database.sqlite_path is not None:
@@ -53,7 +57,10 @@ def make_engines(url: str | DatabaseURL, *, pool_size: int = 10) -> Engines:
         sync = create_engine(
             database.sqlalchemy_sync, connect_args={"check_same_thread": False, **sqlite.connect_args()}, hide_parameters=True
         )
-        async_ = create_async_engine(database.sqlalchemy_async, connect_args=sqlite.connect_args(), hide_parameters=True)
+        async_ = create_async_engine(
+            database.sqlalchemy_async, connect_args=sqlite.connect_args(), hide_parameters=True, pool_size=pool_size,
+            max_overflow=pool_size,
+        )
         sqlite.install_pragmas(sync, foreign_keys=True)
         sqlite.install_pragmas(async_, foreign_keys=True)
     else:

@@ -69,30 +69,34 @@ def review_cards(review: PendingReview) -> list[dict[str, Any]]:
     ]
 
 
-async def record_review_requested(*, session: AsyncSession, review: PendingReview) -> None:
+async def record_review_requested(*, session: AsyncSession, review: PendingReview) -> datetime:
     """Write the review's "requested" row once per interrupt, however often it is read; commits.
 
-    A row an older version wrote without ``cards`` gets them now (its time stays)."""
+    Returns the row's ``requested_at`` (aware UTC: when the review was first shown). A row an older
+    version wrote without ``cards`` gets them now (its time stays)."""
     existing = await session.get(ReviewRequestRecord, review.interrupt_id)
     if existing is not None:
         if existing.cards is None:
             existing.cards = review_cards(review)
             session.add(existing)
             await session.commit()
-        return
-    session.add(
-        ReviewRequestRecord(
-            interrupt_id=review.interrupt_id,
-            thread_id=review.thread_id,
-            action_count=len(review.action_requests),
-            tool_names=",".join(a.name for a in review.action_requests)[:2000],
-            cards=review_cards(review),
-        )
+        return existing.requested_at
+    row = ReviewRequestRecord(
+        interrupt_id=review.interrupt_id,
+        thread_id=review.thread_id,
+        action_count=len(review.action_requests),
+        tool_names=",".join(a.name for a in review.action_requests)[:2000],
+        cards=review_cards(review),
     )
+    at = row.requested_at
+    session.add(row)
     try:
         await session.commit()
     except IntegrityError:  # another reader wrote it first
         await session.rollback()
+        other = await session.get(ReviewRequestRecord, review.interrupt_id)
+        return other.requested_at if other is not None else at
+    return at
 
 
 async def record_review_waiting(*, session: AsyncSession, review: PendingReview) -> tuple[bool, str | None]:

@@ -8,14 +8,15 @@ it also starts the run that resumes a claimed review (``_resume``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from langgraph.types import Command
 
 from hitl_app.review import AnyDecision, PendingReview, ReviewError, resume_value
-from hitl_app.store import reviews
+from hitl_app.store import reviews, threads
 from hitl_app.store.tables import utcnow
 from hitl_app.threads.types import ThreadError
 
@@ -30,6 +31,10 @@ A claim is written before the run lease is taken, so a fresh claim may belong to
 still starting in another worker; after this long (the Redis run lease's lifetime) it cannot.
 ``load`` then releases it, and the reviewer decides again: a resume nobody saw run is not replayed
 later on its own (the thread may have been opened hours after)."""
+
+
+_WRITING: set[asyncio.Task[None]] = set()
+"""The index writes ``_index_resumed`` left running (held here so that they are not collected)."""
 
 
 class ReviewClaims:
@@ -54,28 +59,56 @@ class ReviewClaims:
         await self.bus.reviews.announce()
         return True
 
-    async def _note_review(self, review: PendingReview) -> None:
+    async def _note_review(self, review: PendingReview) -> datetime:
         """Write the review's "requested" row; release an abandoned claim on it (no live run, older
-        than ``STALE_CLAIM_S``), re-checked under the thread lock against the checkpoint."""
+        than ``STALE_CLAIM_S``), re-checked under the thread lock against the checkpoint. Returns
+        when the review was first shown (the row's ``requested_at``)."""
         thread_id = review.thread_id
         async with self._session() as session:
-            await reviews.record_review_requested(session=session, review=review)
+            requested = await reviews.record_review_requested(session=session, review=review)
             if await self.is_running(thread_id) or not await reviews.is_claimed(
                 session=session, interrupt_id=review.interrupt_id
             ):
-                return
+                return requested
         if await self.desk.holds(review.interrupt_id):  # an undo window: the claim is not abandoned
-            return
+            return requested
         async with self._lock(thread_id):
             current = (await self._read(thread_id)).pending
             if await self.is_running(thread_id) or current is None or current.interrupt_id != review.interrupt_id:
-                return
+                return requested
             cutoff = utcnow() - timedelta(seconds=STALE_CLAIM_S)
             async with self._session() as session:
                 released = await reviews.release_claim(session=session, interrupt_id=review.interrupt_id, claimed_before=cutoff)
         if released:
             await self.bus.reviews.announce()
             log.warning("released an abandoned review claim thread=%s interrupt=%s", thread_id, review.interrupt_id)
+        return requested
+
+    def _index_resumed(self, thread_id: str, owner: str) -> None:
+        """The thread's index row no longer waits on a review, once the run resuming it started:
+        written by a task when the caller (holding the thread lock) lets go of it, so after the first
+        resumed token rather than before it. The lock is fair: the task writes before the run's own
+        index rows, and writes nothing if the run ended first (its rows are then the right ones).
+        ``list_threads`` waits for it (``RunDriver.settling``); a database error is logged."""
+        done = asyncio.get_running_loop().create_future()
+        self.runs.settling[thread_id] = done
+
+        async def write() -> None:
+            try:
+                async with self._lock(thread_id):
+                    if thread_id in self.runs.tasks:
+                        async with self._session() as session:
+                            await threads.touch_thread(session=session, thread_id=thread_id, owner=owner, pending_review=False)
+            except Exception as exc:  # noqa: BLE001 - the claim is made and the run started: a lagging index must not fail it
+                log.warning("thread index not updated for %s: %s", thread_id, type(exc).__name__)
+            finally:
+                if self.runs.settling.get(thread_id) is done:
+                    del self.runs.settling[thread_id]
+                done.set_result(None)
+
+        task = asyncio.create_task(write(), name=f"index:{thread_id}")
+        _WRITING.add(task)
+        task.add_done_callback(_WRITING.discard)
 
     async def _resume(self, review: PendingReview, decisions: list[AnyDecision], owner: str) -> str:
         """Start the run that resumes ``review`` with ``decisions``; on ANY failure the claim is released.

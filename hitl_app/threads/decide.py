@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from pydantic import TypeAdapter
@@ -43,7 +44,7 @@ from hitl_app.review.validate import ReviewError
 from hitl_app.store import drafts as drafts_store
 from hitl_app.store import grants as grant_store
 from hitl_app.store.reviews import DecidedBy, audit_rows, requested_at
-from hitl_app.store.tables import DecisionDraft, utcnow
+from hitl_app.store.tables import AuditRecord, DecisionDraft, utcnow
 from hitl_app.threads.requalify import requalify
 from hitl_app.threads.types import ThreadError
 from hitl_app.threads.views import CardStatus
@@ -154,6 +155,16 @@ def asked(card: Card) -> str:
     return "|" + "|".join(entries) + "|" if entries else ""
 
 
+@dataclass(frozen=True)
+class FirstRead:
+    """What the caller read for ``record_decisions``'s first attempt, beside the checkpoint, under
+    the thread lock: the review's drafts (``store.drafts.read_drafts``) and when it was first shown
+    (its "requested" row's time; None when it has none)."""
+
+    drafts: list[DecisionDraft]
+    requested_at: datetime | None
+
+
 @dataclass
 class Recorded:
     """What ``record_decisions`` did.
@@ -244,6 +255,24 @@ def _final(cards: Sequence[Card], payloads: Sequence[Sequence[dict[str, Any]]]) 
     return decisions, who
 
 
+async def _claim(
+    session: Callable[[], AsyncSession], review: PendingReview, cards: Sequence[Card], counted: Sequence[DecisionDraft],
+    new: Sequence[drafts_store.NewDraft], now: datetime, first: FirstRead | None,
+) -> tuple[list[AnyDecision], list[AuditRecord]]:
+    """The decisions the complete ``cards`` resume with and the review's claim (its audit rows),
+    from the drafts that count and the ``new`` ones; reads the requested time unless ``first`` has it."""
+    payloads = [[d.decision for d in counted if d.action_index == i] for i in range(len(cards))]
+    for entry in new:
+        payloads[entry.action_index].append(entry.decision)
+    decisions, who = _final(cards, payloads)
+    async with session() as s:  # (no query when ``first`` gave the time and no grant approved a card)
+        known = (first.requested_at or now) if first is not None else None
+        requested = known or await requested_at(session=s, interrupt_id=review.interrupt_id, now=now)
+        claim = audit_rows(review=review, decisions=decisions, who=who, requested=requested, now=now)
+        await grant_store.name_granted(session=s, rows=claim)  # cards a grant approved
+    return decisions, claim
+
+
 async def record_decisions(
     *,
     session: Callable[[], AsyncSession],
@@ -255,10 +284,13 @@ async def record_decisions(
     before_claim: Callable[[], None] = lambda: None,
     grants: Sequence[grant_store.NewGrant] = (),
     whole: bool = True,
+    first: FirstRead | None = None,
 ) -> Recorded:
     """Check and write ``person``'s decisions on ``review`` (``None`` = not this card).
 
     ``whole``: ``person`` must decide every card still theirs (``check_whole``, on each attempt).
+    ``first``: the drafts and the requested time as the caller read them (the first attempt then
+    reads neither; a writer that raced it is caught by the write, and the retry re-reads).
 
     ``before_claim`` runs just before a claim is written (e.g. the run limits' check; it raises to
     refuse). ``grants`` (checked by ``ReviewDesk.check_grants``) are written with the decisions, in
@@ -266,9 +298,12 @@ async def record_decisions(
     Raises ReviewError: ``count`` (a card of theirs left out), ``forbidden`` (the rights refuse a decision; logged),
     ``stale`` (the review was decided meanwhile, or too many concurrent writers).
     """
-    for _ in range(MAX_ATTEMPTS):
-        async with session() as s:
-            drafts = await drafts_store.read_drafts(session=s, interrupt_id=review.interrupt_id)
+    for attempt in range(MAX_ATTEMPTS):
+        if attempt == 0 and first is not None:
+            drafts = first.drafts
+        else:
+            async with session() as s:
+                drafts = await drafts_store.read_drafts(session=s, interrupt_id=review.interrupt_id)
         counted = await requalify(session=session, review=review, owner_id=owner_id, rights=rights, drafts=drafts)
         before = cards_for(review, owner_id, rights, counted.drafts)
         if whole:
@@ -279,18 +314,12 @@ async def record_decisions(
             for i, d in enumerate(typed) if d is not None
         ]
         complete = all(progress(card).complete for card in cards)
-        claim, decisions = [], None
+        claim: list[AuditRecord] = []
+        decisions: list[AnyDecision] | None = None
         now = utcnow()
         if complete:
-            payloads = [[d.decision for d in counted.drafts if d.action_index == i] for i in range(len(cards))]
-            for draft in new:
-                payloads[draft.action_index].append(draft.decision)
-            decisions, who = _final(cards, payloads)
             before_claim()
-            async with session() as s:
-                requested = await requested_at(session=s, interrupt_id=review.interrupt_id, now=now)
-                claim = audit_rows(review=review, decisions=decisions, who=who, requested=requested, now=now)
-                await grant_store.name_granted(session=s, rows=claim)  # cards a grant approved
+            decisions, claim = await _claim(session, review, cards, counted.drafts, new, now, first)
         try:
             async with session() as s:
                 await drafts_store.write_drafts(

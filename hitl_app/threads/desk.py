@@ -16,8 +16,9 @@ per tool, the deadline, whether grants are allowed and how long the undo window 
   partial submissions stay, as those approvals do), and the submitter's kept card choices
   (``store.choices``) come back. Only the submitter or an admin may
   undo. Both are review events (``store.desk``) beside the audit.
-- ``decorate`` adds the ``DeskView`` to a thread view (deadline, escalation, undo window with each
-  card's decision in words, ``review.decided``, grants).
+- ``desk_rows`` + ``with_desk`` add the ``DeskView`` to a thread view (deadline, escalation, undo window
+  with each card's decision in words, ``review.decided``, grants); ``ThreadService.load`` reads the
+  rows beside the cards.
 """
 
 # Tested by: tests/integration/threads/test_review_desk.py
@@ -28,7 +29,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from hitl_app.review.decided import decided_lines
@@ -42,8 +43,8 @@ from hitl_app.review.validate import ReviewError
 from hitl_app.store import choices, reviews
 from hitl_app.store import desk as desk_store
 from hitl_app.store import grants as grant_store
-from hitl_app.store.desk_tables import ReviewEvent, ScheduledResume
-from hitl_app.store.tables import ReviewRequestRecord, utcnow
+from hitl_app.store.desk_tables import ReviewEvent, ReviewExpiry, ScheduledResume
+from hitl_app.store.tables import utcnow
 from hitl_app.threads.decide import is_admin
 from hitl_app.threads.desk_view import DeskView, GrantRow
 from hitl_app.threads.grant_check import InterruptGrants
@@ -55,6 +56,10 @@ if TYPE_CHECKING:
     from hitl_app.threads.service import ThreadService
 
 log = logging.getLogger("hitl_app.desk")
+
+
+DeskRows = tuple[ReviewExpiry | None, ScheduledResume | None, str]
+"""A pending review's desk rows (``ReviewDesk.desk_rows``): its expiry row, its undo window row, the owner's name."""
 
 
 class ReviewDesk:
@@ -94,11 +99,15 @@ class ReviewDesk:
     async def rights_for(self, review: PendingReview | None) -> dict[str, ToolRights]:
         """The review rights in force for ``review``: the policy's, widened to the escalation role
         once its deadline escalated it."""
-        rights = dict(self.service.rights)
         if review is None:
-            return rights
+            return dict(self.service.rights)
         async with self.service._session() as session:
             expiry = await desk_store.get_expiry(session=session, interrupt_id=review.interrupt_id)
+        return self.rights_with(review, expiry)
+
+    def rights_with(self, review: PendingReview, expiry: ReviewExpiry | None) -> dict[str, ToolRights]:
+        """``rights_for`` with the review's expiry row as read by the caller (``store.desk.get_expiry``)."""
+        rights = dict(self.service.rights)
         if expiry is None or expiry.status != "escalated" or not expiry.escalate_to:
             return rights
         for action in review.action_requests:
@@ -280,26 +289,32 @@ class ReviewDesk:
         return row is not None and row.status in ("pending", "running")
 
     # ---------------------------------------------------------------- what the cards show
-    async def decorate(self, view: ThreadView, cards: Sequence[Card], person: Person, owner_id: str) -> ThreadView:
-        """``view`` with its ``DeskView`` (only when a review is pending)."""
-        review = view.pending
-        if review is None:
-            return view
-        now = utcnow()
+    async def desk_rows(self, review: PendingReview, owner_id: str) -> DeskRows:
+        """What ``with_desk`` reads of ``review``: (its expiry row, its undo window row, the owner's name)."""
 
-        async def rows() -> tuple[Any, Any, Any]:
+        async def rows() -> tuple[ReviewExpiry | None, ScheduledResume | None]:
             async with self.service._session() as session:
-                request = await session.get(ReviewRequestRecord, review.interrupt_id)
                 expiry = await desk_store.get_expiry(session=session, interrupt_id=review.interrupt_id)
-                return request, expiry, await desk_store.get_resume(session=session, interrupt_id=review.interrupt_id)
+                return expiry, await desk_store.get_resume(session=session, interrupt_id=review.interrupt_id)
 
-        (request, expiry, resume), owner_name = await asyncio.gather(rows(), self.owner_name(owner_id))
+        (expiry, resume), owner_name = await asyncio.gather(rows(), self.owner_name(owner_id))
+        return expiry, resume, owner_name
+
+    def with_desk(
+        self, view: ThreadView, cards: Sequence[Card], person: Person, owner_id: str, rows: DeskRows,
+        requested_at: datetime | None,
+    ) -> ThreadView:
+        """``view`` (a review pending) with its ``DeskView`` from ``rows`` (``desk_rows``) and when the
+        review was first shown (``requested_at``, aware UTC; None: not recorded)."""
+        review = view.pending
+        assert review is not None
+        expiry, resume, owner_name = rows
         desk = DeskView(
-            server_now=now, requested_at=request.requested_at if request else None,
-            owner_name=owner_name, viewer_is_owner=str(person.account_id) == owner_id,
+            server_now=utcnow(), requested_at=requested_at, owner_name=owner_name,
+            viewer_is_owner=str(person.account_id) == owner_id,
         )
-        if request is not None:
-            deadline = review_deadline(request.requested_at, [a.name for a in review.action_requests], self.desks)
+        if requested_at is not None:
+            deadline = review_deadline(requested_at, [a.name for a in review.action_requests], self.desks)
             if deadline is not None:
                 desk.deadline_at, desk.deadline_tool = deadline.due_at, deadline.tool
                 desk.on_timeout, desk.escalate_to = deadline.desk.on_timeout, deadline.desk.escalate_to

@@ -91,6 +91,19 @@ async def standing_grant(
     """The narrowest active grant covering the call of ``tool`` with ``args`` in ``thread_id`` (owned
     by ``owner``) whose maker, as their account is now, could approve that call alone; None."""
     found = await grants.find_grants(session=session, thread_id=thread_id, owner_id=owner, tool=tool, args=args, now=now)
+    return await first_standing(
+        session, found, owner=owner, tool=tool, args=args, rights=rights, allowed_decisions=allowed_decisions
+    )
+
+
+async def first_standing(
+    session: AsyncSession, found: Sequence[GrantRecord], *, owner: str, tool: str, args: Mapping[str, Any],
+    rights: ToolRights, allowed_decisions: Sequence[str],
+) -> GrantRecord | None:
+    """The first of ``found`` (``store.grants.find_grants``, narrowest first) whose maker, as their
+    account is now, could approve the call alone; None (no account read when ``found`` is empty)."""
+    if not found:
+        return None
     people = await current_people(session=session, account_ids=[g.granted_by_id for g in found])
     for grant in found:
         maker = people.get(grant.granted_by_id) or PersonNow(
@@ -126,6 +139,13 @@ class InterruptGrants:
     def __init__(self, service: ThreadService) -> None:
         self.service = service
 
+    def _grantable(self, review: PendingReview) -> list[int]:
+        """The indexes of the cards a grant may approve (the tool allows ``approve`` and grants)."""
+        return [
+            index for index, (action, config) in enumerate(zip(review.action_requests, review.review_configs, strict=True))
+            if "approve" in config.allowed_decisions and not self.service.desk.grant_refusal(action.name)
+        ]
+
     async def __call__(self, review: PendingReview, owner: str) -> list[AnyDecision] | None:
         """Pre-decide ``review`` (run for ``owner``) by grants; the decisions to resume with when
         every card is covered (its claim written), else None."""
@@ -136,12 +156,19 @@ class InterruptGrants:
             return None
 
     async def _predecide(self, review: PendingReview, owner: str) -> list[AnyDecision] | None:
-        now, rights = utcnow(), await self.service.desk.rights_for(review)
+        now, candidates = utcnow(), self._grantable(review)
+        if not candidates:  # no card may take a grant: nothing to read
+            return None
+        async with self.service._session() as session:  # the active grants first: usually there are none
+            found = {i: await self._found(session, review, i, owner, now) for i in candidates}
+        if not any(found.values()):
+            return None
+        rights = await self.service.desk.rights_for(review)
         async with self.service._session() as session:
             if await is_claimed(session=session, interrupt_id=review.interrupt_id):
                 return None
             drafts = await drafts_store.read_drafts(session=session, interrupt_id=review.interrupt_id)
-            covered = await self._covered(session, review, owner, rights, {d.action_index for d in drafts}, now)
+            covered = await self._covered(session, review, owner, rights, found, {d.action_index for d in drafts})
         if not covered:
             return None
         new = [
@@ -175,18 +202,28 @@ class InterruptGrants:
                  len(review.action_requests), sorted({g.id or 0 for g in covered.values()}))
         return decisions
 
+    @staticmethod
+    async def _found(session: AsyncSession, review: PendingReview, index: int, owner: str, now: datetime) -> list[GrantRecord]:
+        """The active grants covering card ``index``'s call (``store.grants.find_grants``)."""
+        action = review.action_requests[index]
+        return await grants.find_grants(
+            session=session, thread_id=review.thread_id, owner_id=owner, tool=action.name, args=action.args, now=now
+        )
+
     async def _covered(
         self, session: AsyncSession, review: PendingReview, owner: str, rights: Mapping[str, ToolRights],
-        decided: set[int], now: datetime,
+        found: Mapping[int, Sequence[GrantRecord]], decided: set[int],
     ) -> dict[int, GrantRecord]:
-        """Card index -> the grant that approves it, for the cards nobody decided yet."""
+        """Card index -> the grant that approves it (the first of ``found`` whose maker may stand
+        in, ``first_standing``), for the cards nobody decided yet."""
         out: dict[int, GrantRecord] = {}
-        for index, (action, config) in enumerate(zip(review.action_requests, review.review_configs, strict=True)):
-            if index in decided or "approve" not in config.allowed_decisions or self.service.desk.grant_refusal(action.name):
+        for index, candidates in found.items():
+            if index in decided:
                 continue
-            grant = await standing_grant(
-                session, thread_id=review.thread_id, owner=owner, tool=action.name, args=action.args,
-                rights=rights.get(action.name, DEFAULT_RIGHTS), allowed_decisions=config.allowed_decisions, now=now,
+            action, config = review.action_requests[index], review.review_configs[index]
+            grant = await first_standing(
+                session, candidates, owner=owner, tool=action.name, args=action.args,
+                rights=rights.get(action.name, DEFAULT_RIGHTS), allowed_decisions=config.allowed_decisions,
             )
             if grant is not None:
                 out[index] = grant

@@ -204,10 +204,10 @@ class RunDriver:
         RUN_THREAD.set(thread_id)
         claims = {claimed} if claimed else set()  # + the reviews this run answered by grants
         try:
-            outcome, error, ended_by = await self._stream(thread_id, run_id, inp, config, claims)
+            outcome, error, ended_by, paused = await self._stream(thread_id, run_id, inp, config, claims)
             if ended_by is not None:
                 await self._answer_open_calls(thread_id, ended_by)
-            view, outcome, error = await self._read_back(thread_id, outcome, error, claims)
+            view, outcome, error = await self._read_back(thread_id, outcome, error, claims, paused)
             await self._settle(thread_id, run_id, outcome, error, view)
         finally:
             self._end(thread_id)
@@ -229,19 +229,17 @@ class RunDriver:
 
     async def _stream(
         self, thread_id: str, run_id: str, inp: Any, config: dict[str, Any], claims: set[str]
-    ) -> tuple[RunOutcome, str | None, EndReason | None]:
+    ) -> tuple[RunOutcome, str | None, EndReason | None, ThreadView | None]:
         """Run the graph, publishing batched text and message boundaries, within the run limits.
 
-        Returns (outcome, error, why tool calls may be left open: None when the run ended normally).
-
-        A pause for review goes to ``on_interrupt`` first (``_answer_review``): when grants approve
-        every card, the graph resumes in this same run (same lease, same Stop, the time limit and
-        the step budget counted from the run's start) and ``claims`` gets the review's interrupt id.
-        A message's ``boundary`` (tabs then read the committed thread) is held back: published when
-        the next message starts, or ``boundary_hold_s`` after it ended if the run goes on (a tool
-        running), never while grants are asked; a run's last message gets none (``ended`` carries
-        the thread), so a reply or a pause for review costs each tab no checkpoint read of its own.
-        """
+        Returns (outcome, error, why tool calls may be left open: None when the run ended normally,
+        the thread as ``_answer_review`` read it when the run paused for people, else None). A pause for
+        review goes to ``on_interrupt`` first (``_answer_review``): when grants approve every card, the
+        graph resumes in this same run (same lease, same Stop, the time limit and the step budget
+        counted from the run's start) and ``claims`` gets the review's interrupt id. A message's
+        ``boundary`` (tabs then read the committed thread) is held back: published when the next message
+        starts, or ``boundary_hold_s`` after it ended if the run goes on (a tool running), never while
+        grants are asked; a run's last message gets none (``ended`` carries the thread)."""
         bus = self.bus
         batcher = TextBatcher(
             lambda text: bus.publish(thread_id, RunEvent(kind="text", run_id=run_id, delta=text)),
@@ -251,6 +249,7 @@ class RunDriver:
         outcome: RunOutcome = "finished"
         error: str | None = None
         ended_by: EndReason | None = None
+        paused: ThreadView | None = None
         try:
             async with asyncio.timeout(self.limits.run_timeout_s):
                 start = await self._step_now(thread_id) if self.on_interrupt is not None else None
@@ -266,11 +265,12 @@ class RunDriver:
                         interrupted = await run.interrupted()
                     if interrupted:
                         boundary.pause()  # a tab reading the thread now would show a card a grant may answer
-                    inp, config = await self._answer_review(thread_id, config, start, claims) if interrupted else (_DONE, config)
+                    answer = self._answer_review(thread_id, config, start, claims) if interrupted else None
+                    inp, config, paused = await answer if answer is not None else (_DONE, config, None)
                     if inp is None:
                         outcome, inp = "interrupted", _DONE
         except asyncio.CancelledError:
-            outcome, ended_by = "stopped", "stopped"
+            outcome, ended_by, paused = "stopped", "stopped", None
         except TimeoutError:
             outcome, ended_by = "failed", "time_limit"
             error = (
@@ -286,7 +286,7 @@ class RunDriver:
         finally:
             boundary.drop()
             batcher.flush()
-        return outcome, error, ended_by
+        return outcome, error, ended_by, paused if outcome == "interrupted" else None
 
     async def _step_now(self, thread_id: str) -> int | None:
         """The step of the thread's last checkpoint (-1 for a new thread; None when unreadable).
@@ -303,39 +303,41 @@ class RunDriver:
 
     async def _answer_review(
         self, thread_id: str, config: dict[str, Any], start: int | None, claims: set[str]
-    ) -> tuple[Any, dict[str, Any]]:
-        """``(Command(resume=...), config)`` when ``on_interrupt`` answered the pending review (its
-        claim is written), else ``(None, config)``: people decide. The resumed graph gets the steps
-        this run has left (``RunLimits.max_steps`` from the run's start); with none left, people
-        decide. A review this run already claimed is never answered again."""
+    ) -> tuple[Any, dict[str, Any], ThreadView | None]:
+        """``(Command(resume=...), config, None)`` when ``on_interrupt`` answered the pending review
+        (its claim is written), else ``(None, config, view)``: people decide; ``view`` (None without
+        ``on_interrupt``) is the thread as read here, which ``_read_back`` reuses (the run holds the
+        lease and resumes no more). The resumed graph gets the steps this run has left; with none
+        left, people decide. A review this run already claimed is never answered again."""
         if self.on_interrupt is None:
-            return None, config
+            return None, config, None
         snapshot = await self.graph.aget_state(thread_config(thread_id))
-        review = thread_view_from_snapshot(thread_id, snapshot).pending
+        view = thread_view_from_snapshot(thread_id, snapshot)
+        review = view.pending
         if review is None or review.interrupt_id in claims:
-            return None, config
+            return None, config, view
         step = (snapshot.metadata or {}).get("step")
         left = self.limits.max_steps - (step - start) if start is not None and isinstance(step, int) else self.limits.max_steps
         if left <= 0:
-            return None, config
+            return None, config, view
         try:
             decisions = await self.on_interrupt(review, self._owners.get(thread_id, ""))
         except BaseException:
             claims.add(review.interrupt_id)  # stopped meanwhile: its claim, if written, is released
             raise
         if decisions is None:
-            return None, config
+            return None, config, view
         claims.add(review.interrupt_id)
         command: Command[Any] = Command(resume={review.interrupt_id: resume_value(decisions)})
-        return command, {**config, "recursion_limit": left}
+        return command, {**config, "recursion_limit": left}, None
 
     async def _read_back(
-        self, thread_id: str, outcome: RunOutcome, error: str | None, claims: set[str]
+        self, thread_id: str, outcome: RunOutcome, error: str | None, claims: set[str], paused: ThreadView | None = None
     ) -> tuple[ThreadView | None, RunOutcome, str | None]:
-        """The thread as checkpointed after the run; releases the claim of a review in ``claims``
-        that is still pending (its resume never reached the checkpoint)."""
+        """The thread as checkpointed after the run (``paused``: as read when it paused for people);
+        releases the claim of a review in ``claims`` still pending (its resume never reached the checkpoint)."""
         try:
-            view = thread_view_from_snapshot(thread_id, await self.graph.aget_state(thread_config(thread_id)))
+            view = paused or thread_view_from_snapshot(thread_id, await self.graph.aget_state(thread_config(thread_id)))
         except Exception as exc:  # noqa: BLE001 - the run's end must still be announced
             log.exception("could not read back thread %s after run", thread_id)
             return None, "failed", error if outcome == "failed" else describe_run_error(exc)

@@ -23,16 +23,19 @@ from hitl_app.review.desk_policy import ToolDesk
 from hitl_app.review.rights import Card, Person, ToolRights
 from hitl_app.review.risk_policy import ToolRisk
 from hitl_app.review.validate import ArgsValidator, validate_partial
+from hitl_app.store import desk as desk_store
 from hitl_app.store import drafts, reviews, threads
 from hitl_app.store.db import Engines
+from hitl_app.store.desk_tables import ReviewExpiry
+from hitl_app.store.tables import ReviewRequestRecord
 from hitl_app.threads.bus import RunBus, RunEvent
 from hitl_app.threads.bus_local import LocalRunBus
 from hitl_app.threads.claims import _STALE, STALE_CLAIM_S, ReviewClaims
-from hitl_app.threads.decide import BrowserPerson, card_statuses, cards_for, log_refusal, may_view, record_decisions
+from hitl_app.threads.decide import BrowserPerson, FirstRead, card_statuses, cards_for, log_refusal, may_view, record_decisions
 from hitl_app.threads.desk import ReviewDesk
 from hitl_app.threads.limits import RunLimits
 from hitl_app.threads.pairing import EndReason, answer_open_calls, open_tool_calls, was_stopped
-from hitl_app.threads.refusals import UNAVAILABLE, is_uuid4, refused_when_unavailable
+from hitl_app.threads.refusals import is_uuid4, refused_when_unavailable
 from hitl_app.threads.requalify import requalify
 from hitl_app.threads.run_driver import RunDriver, thread_config
 from hitl_app.threads.text_batcher import FLUSH_INTERVAL_S
@@ -167,8 +170,10 @@ class ThreadService(ReviewClaims):
         cards = []
         if (pending := view.pending) is not None:
             owner_id = thread_owner or str(viewer.account_id)
-            _, (raw_cards, dropped) = await asyncio.gather(self._note_review(pending), self._cards_now(pending, owner_id))
-            view = await self.desk.decorate(view, raw_cards, viewer, owner_id)
+            requested, (raw_cards, dropped), rows = await asyncio.gather(
+                self._note_review(pending), self._cards_now(pending, owner_id), self.desk.desk_rows(pending, owner_id)
+            )
+            view = self.desk.with_desk(view, raw_cards, viewer, owner_id, rows, requested)
             cards = card_statuses(raw_cards, viewer, dropped)
         return view.model_copy(
             update={"cards": cards, "read_only": not is_owner, "owner": thread_owner or str(viewer.account_id)}
@@ -278,14 +283,17 @@ class ThreadService(ReviewClaims):
         """``submit_review`` without the refusal log."""
         if person is None:
             raise ThreadError("Sign in to decide reviews.", code="forbidden")
-        thread_owner = await self._owner_of(thread_id)
         async with self._lock(thread_id):
             if await self.is_running(thread_id):
                 raise ReviewError(_STALE, code="stale")
-            review = (await self._read(thread_id)).pending
+            # read together: the rows are keyed by the browser's interrupt id, used only once it is the pending one
+            thread_owner, view, (expiry, first) = await asyncio.gather(
+                self._owner_of(thread_id), self._read(thread_id), self._decide_reads(interrupt_id)
+            )
+            review = view.pending
             typed = validate_partial(review, interrupt_id, decisions, self.validators)
             assert review is not None  # validate_partial refuses a missing review
-            rights = await self.desk.rights_for(review)
+            rights = self.desk.rights_with(review, expiry)
             if thread_owner and str(person.account_id) != thread_owner:
                 if not may_view((await self._cards_now(review, thread_owner, rights))[0], person, thread_owner):
                     raise ThreadError("This thread belongs to someone else.", code="forbidden")
@@ -294,19 +302,26 @@ class ThreadService(ReviewClaims):
             recorded = await record_decisions(
                 session=self._session, review=review, typed=typed, person=person, owner_id=owner_id,
                 rights=rights, before_claim=lambda: self.runs.counter.check_start(owner_id),
-                grants=new_grants,
+                grants=new_grants, first=first,
             )
             await self.bus.reviews.announce()  # the inbox: a card's approvals, or the review, changed
             if recorded.decisions is None:
                 return None
             if (run_id := await self.desk.resume_or_wait(review, recorded.decisions, owner_id, person)) is None:
                 return None  # an undo window: the sweeper resumes the run when it ends
-            try:  # the claim is made and the run started: a lagging sidebar index must not fail it
-                async with self._session() as session:
-                    await threads.touch_thread(session=session, thread_id=thread_id, owner=owner_id, pending_review=False)
-            except UNAVAILABLE as exc:
-                log.warning("thread index not updated for %s: %s", thread_id, type(exc).__name__)
+            self._index_resumed(thread_id, owner_id)  # written once this lock is let go
             return run_id
+
+    async def _decide_reads(self, interrupt_id: Any) -> tuple[ReviewExpiry | None, FirstRead | None]:
+        """The rows ``_decide`` needs of review ``interrupt_id`` (its expiry, its drafts and when it
+        was first shown), in one session; ``(None, None)`` for an id that is not text."""
+        if not isinstance(interrupt_id, str):
+            return None, None
+        async with self._session() as session:
+            expiry = await desk_store.get_expiry(session=session, interrupt_id=interrupt_id)
+            drafted = await drafts.read_drafts(session=session, interrupt_id=interrupt_id)
+            request = await session.get(ReviewRequestRecord, interrupt_id)
+        return expiry, FirstRead(drafted, request.requested_at if request is not None else None)
 
     @refused_when_unavailable
     async def continue_run(self, thread_id: str, *, owner: str | None = None) -> str:

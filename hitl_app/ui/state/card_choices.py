@@ -18,6 +18,7 @@ the server checks them then. A write is made only when what is kept changed (``_
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,10 @@ if TYPE_CHECKING:
     from hitl_app.review.types import PendingReview
     from hitl_app.ui.rows import CardRow
     from hitl_app.ui.state.chat import ChatState
+
+
+_CONSUMING: set[asyncio.Future[None]] = set()
+"""Kept choices being consumed after a resumed submission (held here so they are not collected)."""
 
 
 class CardChoiceMixin(rx.State, mixin=True):
@@ -100,16 +105,27 @@ class CardChoiceMixin(rx.State, mixin=True):
             self._kept_last = {}
             await get_choices().consume(self.interrupt_id, person)
 
-    async def _restore(self) -> None:
+    def _consume_later(self, person: Person) -> None:
+        """``_consume`` as its own task: after a submission that resumed the run (the review is
+        decided, so nothing shows its kept choices again), the handler lets go of the tab without
+        waiting for this write, and the resumed text is not held behind it. Failures are logged."""
+        if self.interrupt_id:
+            self._kept_last = {}
+            task = asyncio.ensure_future(get_choices().consume(self.interrupt_id, person))
+            _CONSUMING.add(task)
+            task.add_done_callback(_CONSUMING.discard)
+
+    async def _restore(self, person: Person | None = None) -> None:
         """Show the person's kept choices again on the cards that have none in this tab (a reload,
         another tab of the same account, a restart; after an Undo). A choice the rights no longer
         allow, on a card decided meanwhile, or an edit that fails the tool's check is left out;
         nothing comes back on a review waiting out its undo window (it is decided). An approval's
         grant scope goes to ``DeskState``, which shows it if the server still offers it; an open
-        edit comes back open, with its draft."""
+        edit comes back open, with its draft. ``person``: the signed-in person as the caller read
+        them for the view just shown (the session is then not read again), else read here."""
         if not self.interrupt_id or not self.cards or self.undo_open:
             return
-        person = await self.require_principal()
+        person = person if person is not None else await self.require_principal()
         if person is None:
             return
         kept = await get_choices().read(self.interrupt_id, person)

@@ -27,6 +27,7 @@ from hitl_app.ui.state.thread_list import ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
 
 if TYPE_CHECKING:
+    from hitl_app.auth import Principal
     from hitl_app.ui.state.review import ReviewState
 
 COMPOSER_ID = "composer-text"
@@ -90,11 +91,12 @@ class ChatState(SessionState):
         return sign_in_redirect()
 
     # ---------------------------------------------------------------- loading
-    async def _apply_view(self, view: ThreadView) -> None:
+    async def _apply_view(self, view: ThreadView, viewer: Principal | None = None) -> None:
         """Show ``view``: the window of message rows, the status and its notice, the review.
 
         A run that failed while its review is still pending keeps the status "review" and its
         error goes to the review panel (a Retry could not work: the review needs deciding).
+        ``viewer``: the signed-in person as just read by the caller (None: read again for the cards).
         """
         self._show_rows(message_rows(view.messages, await self._audit_for(view)))
         status: str = view.status
@@ -116,7 +118,7 @@ class ChatState(SessionState):
         review_state._show(view.pending, statuses=None if waiting else view.cards, error=review_error,
                            raised_at=view.desk.requested_at if view.desk is not None else None, undo_open=waiting)
         if view.pending is not None:
-            await review_state._fill_cards(view.owner)
+            await review_state._fill_cards(view.owner, viewer)
         (await self.get_state(DeskState))._show(view.desk, view.pending.interrupt_id if view.pending else "")
 
     def _show_rows(self, rows: list[MessageRow]) -> None:
@@ -191,7 +193,7 @@ class ChatState(SessionState):
             (await self._review_state())._show(None)
             return ThreadListState.refresh
         self.streaming = await get_service().is_running(tid)
-        await self._apply_view(view)
+        await self._apply_view(view, who)
         return [ThreadListState.refresh, ChatState.watch]
 
     # ---------------------------------------------------------------- actions
@@ -266,18 +268,15 @@ class ChatState(SessionState):
         return self.live_key
 
     async def _run_ended(self, outcome: str | None, error: str | None) -> None:
-        """After the view of an ended run was applied: the stream stops; a failure is shown.
-
-        A failed resume whose review is still pending keeps the status "review" and shows the
-        error on the review panel; any other failure sets "failed" with Retry.
-        """
+        """After the view of an ended run was applied: the stream stops; a failure is shown. A failed
+        resume whose review is still pending keeps the status "review" and shows the error on the
+        review panel; any other failure sets "failed" with Retry."""
         self.streaming = False
         if outcome == "failed":
             if self.status == "review":
                 (await self._review_state())._show_error(first_line(error))
             else:
-                self.status = "failed"
-                self.run_error = first_line(error)
+                self.status, self.run_error = "failed", first_line(error)
         elif outcome == "stopped" and self.status == "incomplete":
             self.notice = STOPPED_NOTICE
 
@@ -377,7 +376,8 @@ class ChatState(SessionState):
         view = await live.settled_view(get_service(), follow, event, lambda: self._check_session(follow))
         async with self._if_mine(follow):
             if view is not None:  # the run's own view is every tab's: this tab keeps its viewer's read_only
-                await self._apply_view(view.model_copy(update={"read_only": self.read_only}) if view is event.view else view)
+                await self._apply_view(view.model_copy(update={"read_only": self.read_only}) if view is event.view else view,
+                                       follow.viewer)  # the session was re-read beside the view
             follow.key, follow.seq = self._new_live_key(), 0
             if event.kind == "ended":
                 await self._run_ended(event.outcome, event.error)
@@ -396,5 +396,5 @@ class ChatState(SessionState):
         if expecting and not await service.is_running(follow.tid):
             view = await service.load(follow.tid, viewer=follow.viewer)
             async with self._if_mine(follow):
-                await self._apply_view(view)
+                await self._apply_view(view, follow.viewer)
             yield ThreadListState.refresh

@@ -160,11 +160,12 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
         if error is not None:
             self.review_error = error
 
-    async def _fill_cards(self, owner: str) -> None:
-        """After ``_show``: the person's kept choices back on blank cards (``_restore``), then
-        each card's effect preview, once per review (``threads.previews``; ``owner``: the thread's
-        owner, whose workspace the calls act on)."""
-        await self._restore()
+    async def _fill_cards(self, owner: str, person: Principal | None = None) -> None:
+        """After ``_show``: the person's kept choices back on blank cards (``_restore``; ``person``:
+        the signed-in person as the caller just read them, else read there), then each card's effect
+        preview, once per review (``threads.previews``; ``owner``: the thread's owner, whose
+        workspace the calls act on)."""
+        await self._restore(person)
         review = self._review()
         if review is None or self._previews_for == review.interrupt_id:
             return
@@ -360,11 +361,12 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
         except ThreadError as exc:
             self.review_error = exc.message
             return
-        await self._consume(person)  # the kept choices went with the submission
         if run_id is None:  # drafted (other cards or approvals are still to come), or an undo window opened
+            await self._consume(person)  # the kept choices went with the submission (before the cards are re-read)
             await self._reload(chat, person)
             self.review_error, self.review_note = "", "" if self.undo_open else SAVED_NOTE
             return inbox_reread()
+        self._consume_later(person)  # the review is decided: its kept choices never show again
         self._show(None)
         chat._begin_stream()
         return [*chat._watch_if_needed(), inbox_reread()]

@@ -229,6 +229,20 @@ async def test_concurrent_submissions_resume_exactly_once(service):
     assert_pairing(await messages(service, t))
 
 
+async def test_the_sidebar_stops_showing_the_review_once_it_is_submitted(slow_service):
+    svc, t = slow_service, tid()
+    await turn(svc, t, "email eve@example.com about q: ready")
+    iid = (await svc.load(t, owner=OWNER)).pending.interrupt_id
+    [row] = [r for r in await svc.list_threads(owner=OWNER) if r.thread_id == t]
+    assert row.pending_review
+    assert await svc.submit_review(t, iid, [{"type": "approve"}], person=BrowserPerson(OWNER, "x"))
+    [row] = [r for r in await svc.list_threads(owner=OWNER) if r.thread_id == t]
+    assert not row.pending_review, "no review waits once it is submitted (the resumed run may still stream)"
+    await svc.wait(t)
+    [row] = [r for r in await svc.list_threads(owner=OWNER) if r.thread_id == t]
+    assert not row.pending_review and mails_to(svc, "eve@example.com") == 1
+
+
 async def test_stop_mid_stream_leaves_the_thread_usable(slow_service):
     svc = slow_service
     t = tid()
