@@ -208,6 +208,14 @@ def submit_label(cards: Sequence[DraftCard]) -> str:
     return f"Submit {n} decision{'s' if n != 1 else ''}" if n else "Submit"
 
 
+def overtaken_note(cards: Sequence[DraftCard], by: str) -> str:
+    """What a tab says when ``by``'s submission decided the review while this person had choices
+    on its cards (they were not sent); ``""`` when no card had a choice."""
+    if not any(card.choice for card in cards):
+        return ""
+    return f"{by or 'Someone else'} decided this review first; your choices were not sent."
+
+
 def nothing_left_note(cards: Sequence[DraftCard]) -> str:
     """Why there is no Submit button: ``WAITING_NOTE`` when cards wait for someone else, a line
     when every card is decided, ``""`` while this person still has a card to decide. A waiting

@@ -276,6 +276,16 @@ async def is_claimed(*, session: AsyncSession, interrupt_id: str) -> bool:
     return (await session.exec(stmt)).first() is not None
 
 
+async def claimed_by(*, session: AsyncSession, interrupt_id: str) -> list[str] | None:
+    """Who decided ``interrupt_id``'s cards (its audit rows' reviewer names, each once, in card
+    order); None when the review is not claimed."""
+    stmt = select(AuditRecord.reviewer).where(AuditRecord.interrupt_id == interrupt_id).order_by(
+        col(AuditRecord.action_index)
+    )
+    names = list((await session.exec(stmt)).all())
+    return None if not names else list(dict.fromkeys(n for n in names if n))
+
+
 async def audit_for_thread(*, session: AsyncSession, thread_id: str) -> dict[str, AuditEntry]:
     """Decisions recorded for ``thread_id``, keyed by tool call id (rows without one are left out)."""
     rows = (await session.exec(select(AuditRecord).where(AuditRecord.thread_id == thread_id))).all()

@@ -39,7 +39,7 @@ from hitl_app.review.rights import Card, Person, ToolRights, check_decision, rig
 from hitl_app.review.rights_policy import DEFAULT_RIGHTS
 from hitl_app.review.risk_policy import NO_RISK, ToolRisk
 from hitl_app.review.types import AnyDecision, PendingReview, decision_payload
-from hitl_app.review.validate import ReviewError
+from hitl_app.review.validate import ReviewError, already_decided_text
 from hitl_app.store import choices, reviews
 from hitl_app.store import desk as desk_store
 from hitl_app.store import grants as grant_store
@@ -282,6 +282,21 @@ class ReviewDesk:
         person, or an admin)."""
         return str(person.account_id) == submitted_by or is_admin(person)
 
+    async def refuse_if_decided(self, interrupt_id: str, person: Person) -> None:
+        """Refuse a submission on a review whose claim is written (e.g. waiting out its undo window).
+
+        Raises ReviewError(code="already_decided"), naming who submitted (or who decided each card).
+        """
+        async with self.service._session() as session:
+            names = await reviews.claimed_by(session=session, interrupt_id=interrupt_id)
+            if names is None:
+                return
+            row = await desk_store.get_resume(session=session, interrupt_id=interrupt_id)
+        who = row.by_name if row is not None and row.status == "pending" and row.by_name else " and ".join(names)
+        if row is not None and row.by_id == str(person.account_id):
+            who = "You"
+        raise ReviewError(already_decided_text(who), code="already_decided")
+
     async def holds(self, interrupt_id: str) -> bool:
         """True while the review waits out an undo window (its claim must not be released)."""
         async with self.service._session() as session:
@@ -323,6 +338,7 @@ class ReviewDesk:
         if resume is not None and resume.status == "pending":
             desk.undo_until, desk.undo_by = resume.due_at, resume.by_name
             desk.viewer_may_undo = self.may_undo(resume.by_id, person)
+            desk.overtaken_by = "" if resume.by_id == str(person.account_id) else resume.by_name
             desk.decided = decided_lines(review, resume.decisions or [])
         for card in cards:
             scopes, note = self.grant_scopes(card, person, owner_id)

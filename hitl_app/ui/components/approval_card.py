@@ -228,12 +228,12 @@ def approval_card(card: CardRow) -> rx.Component:
 def review_panel() -> rx.Component:
     """The pending review: its cards, the count decided, Submit and Approve all.
 
-    A refused submission's message (e.g. "already decided") stays visible after the cards were
-    replaced by the thread's real state.
+    A refused submission's message (e.g. "Rex already decided this review") stays visible after
+    the cards were replaced by the thread's real state (also by the undo window's summary).
     """
     return rx.fragment(
         rx.cond(
-            (ReviewState.cards.length() == 0) & (ReviewState.review_error != ""),
+            ((ReviewState.cards.length() == 0) | (DeskState.undo_ms > 0)) & (ReviewState.review_error != ""),
             rx.callout(
                 ReviewState.review_error, icon="triangle-alert", color_scheme="amber", data_testid="review-error", width="100%"
             ),

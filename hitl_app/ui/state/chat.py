@@ -113,10 +113,10 @@ class ChatState(SessionState):
             self.notice = ""
         review_error = first_line(view.error) if status == "review" and view.error else None
         self.read_only = view.read_only
-        waiting = view.desk is not None and view.desk.undo_until is not None  # an undo window: the cards stay as decided
+        waiting = (desk := view.desk) is not None and desk.undo_until is not None  # an undo window: cards stay decided
         review_state = await self._review_state()
-        review_state._show(view.pending, statuses=None if waiting else view.cards, error=review_error,
-                           raised_at=view.desk.requested_at if view.desk is not None else None, undo_open=waiting)
+        review_state._show(view.pending, statuses=None if waiting else view.cards, error=review_error, undo_open=waiting,
+                           raised_at=desk.requested_at if desk else None, undo_by=desk.overtaken_by if desk else "")
         if view.pending is not None:
             await review_state._fill_cards(view.owner, viewer)
         (await self.get_state(DeskState))._show(view.desk, view.pending.interrupt_id if view.pending else "")

@@ -166,3 +166,38 @@ async def test_a_second_identical_submit_is_a_no_op_and_no_waiting_note_outlives
         await mo.settle()
         assert mo.review["review_error"] == "" and mo.review["review_note"] == ""
     assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["approve", "approve"]
+
+
+async def test_the_slower_reviewer_is_told_who_decided_first_and_that_nothing_was_sent(server):
+    """QA: the slower of two reviewers lost her choices silently (the log said "belongs to someone else")."""
+    tid, mo_key, rex_key, rita_key = (str(uuid.uuid4()) for _ in range(4))
+    await server.asign_in(rex_key, role="reviewer", name="Rex")
+    await server.asign_in(rita_key, role="reviewer", name="Rita")
+    first = "Rex decided this review first; your choices were not sent."
+    async with WsClient(server.url, browser_id=mo_key) as mo, WsClient(server.url, browser_id=rita_key) as rita:
+        await mo.load_thread(tid)
+        await mo.send(ASK)
+        await mo.wait_review(2)
+        await mo.call("ReviewState.choose", index=0, kind="approve")
+        await mo.call("ReviewState.submit")
+        await mo.wait_for(lambda c: c.review["cards"][0]["standing"] == "complete", what="Mo's approval in")
+        await rita.load_thread(tid)
+        await rita.wait_review(2)
+        await rita.call("ReviewState.choose", index=1, kind="approve")  # Rita is slower: not submitted yet
+        async with WsClient(server.url, browser_id=rex_key) as rex:
+            await rex.load_thread(tid)
+            await rex.wait_review(2)
+            await rex.call("ReviewState.choose", index=1, kind="approve")
+            await rex.call("ReviewState.submit")
+            await rex.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window in Rex's tab")
+            await rex.settle()
+            assert rex.review["review_error"] == "", "the submitter is not told he was overtaken"
+        await rita.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window in Rita's tab")
+        await rita.wait_for(lambda c: c.review["review_error"] == first, what="Rita told her choice was not sent")
+        await mo.settle()
+        assert mo.review["review_error"] == "", "Mo had no choice left on the cards"
+        await rita.call("ReviewState.submit")  # sent anyway (a tab that missed the push): the server refuses
+        await rita.wait_for(lambda c: c.review["review_error"] != first, what="the server's refusal")
+        assert rita.review["review_error"] == "Rex already decided this review; your choices were not sent."
+        assert desk(rita)["undo_ms"] > 0 and desk(rita)["undo_by"] == "Rex"
+    assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["approve", "approve"]
