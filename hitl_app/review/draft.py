@@ -172,9 +172,13 @@ def decided_count(cards: Sequence[DraftCard]) -> int:
 
 def waiting_for(cards: Sequence[DraftCard]) -> str:
     """Whom the waiting cards wait for, in words: ``"another reviewer"`` once this person's own
-    decision is on one of them (their approval is in, a second is needed), else ``"a reviewer"``."""
+    decision is on one of them (their approval is in, a second is needed), else whom the cards
+    name (``others``: ``"a reviewer"``, or the name of the person who asked, ``"Max"``), joined
+    with "or"; ``"a reviewer"`` when they name nobody."""
     waiting = [c for c in cards if c.standing == WAITING]
-    return "another reviewer" if any(getattr(c, "yours", False) for c in waiting) else "a reviewer"
+    if any(getattr(c, "yours", False) for c in waiting):
+        return "another reviewer"
+    return " or ".join(dict.fromkeys(o for c in waiting if (o := getattr(c, "others", "")))) or "a reviewer"
 
 
 def waiting_count(cards: Sequence[DraftCard]) -> int:

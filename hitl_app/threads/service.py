@@ -174,7 +174,7 @@ class ThreadService(ReviewClaims):
                 self._note_review(pending), self._cards_now(pending, owner_id), self.desk.desk_rows(pending, owner_id)
             )
             view = self.desk.with_desk(view, raw_cards, viewer, owner_id, rows, requested)
-            cards = card_statuses(raw_cards, viewer, dropped)
+            cards = card_statuses(raw_cards, viewer, dropped, owner_name=view.desk.owner_name if view.desk else "")
         return view.model_copy(
             update={"cards": cards, "read_only": not is_owner, "owner": thread_owner or str(viewer.account_id)}
         )

@@ -84,7 +84,7 @@ def _state_text(card: CardRow) -> rx.Component:
         "decided (" + card.progress + ")",
         rx.cond(
             (card.standing == "waiting") & (card.choice == ""),
-            rx.cond(card.yours, "waiting for another reviewer (", "waiting for a reviewer (") + card.progress + ")",
+            "waiting for " + _waits_for(card) + " (" + card.progress + ")",
             rx.match(
                 card.choice,
                 ("approve", "approved"),
@@ -97,13 +97,19 @@ def _state_text(card: CardRow) -> rx.Component:
     ))
 
 
+def _waits_for(card: CardRow) -> rx.Var:
+    """Whom a waiting card waits for: "another reviewer" once this person's approval is in, else
+    the card's ``others`` ("a reviewer", or the name of the person who asked, "Max")."""
+    return rx.cond(card.yours, "another reviewer", rx.cond(card.others != "", card.others, "a reviewer"))
+
+
 def _standing_badge(card: CardRow) -> rx.Component:
     """"Decided" on a card decided earlier, "Waiting" on one left to someone else."""
     return rx.match(
         card.standing,
         ("complete", rx.badge(rx.icon("check", size=12), "Decided", color_scheme="green", data_testid="card-standing")),
         ("waiting", rx.cond(card.choice == "", rx.badge(
-            rx.icon("hourglass", size=12), rx.cond(card.yours, "Waiting for another reviewer", "Waiting for a reviewer"),
+            rx.icon("hourglass", size=12), "Waiting for ", _waits_for(card),
             color_scheme="amber", data_testid="card-standing",
         ))),
         rx.fragment(),
