@@ -118,12 +118,13 @@ class DecidedRow:
 
 @dataclass
 class ThreadRow:
-    """A sidebar entry."""
+    """A sidebar entry: ``pending`` a review waits; ``undo``: it is decided and waits out its undo window."""
 
     thread_id: str
     title: str
     when: str
     pending: bool
+    undo: bool = False
 
 
 def json_type(value: Any) -> str:

@@ -201,3 +201,21 @@ async def test_the_slower_reviewer_is_told_who_decided_first_and_that_nothing_wa
         assert rita.review["review_error"] == "Rex already decided this review; your choices were not sent."
         assert desk(rita)["undo_ms"] > 0 and desk(rita)["undo_by"] == "Rex"
     assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["approve", "approve"]
+
+
+def row_of(c: WsClient, tid: str) -> dict:
+    return next((r for r in (c.state.get("ThreadListState") or {}).get("threads", []) if r["thread_id"] == tid), {})
+
+
+async def test_the_sidebar_row_says_undo_window_while_the_decided_review_waits_and_review_after_undo(server):
+    """QA shots 20, 23: during the undo window the row kept its "review" badge (the header is
+    ``DeskState.undo_ms > 0``: "decided · undo window")."""
+    tid, mo_key, rex_key = (str(uuid.uuid4()) for _ in range(3))
+    await server.asign_in(rex_key, role="reviewer", name="Rex")
+    async with WsClient(server.url, browser_id=mo_key) as mo, WsClient(server.url, browser_id=rex_key) as rex:
+        await _member_then_reviewer(server, mo, rex, tid)
+        await mo.wait_for(lambda c: row_of(c, tid).get("undo") is True, what="Mo's row in its undo window, live")
+        assert mo.chat["status"] == "review" and desk(mo)["undo_ms"] > 0
+        await rex.call(f"{DESK}.undo")
+        await mo.wait_for(lambda c: row_of(c, tid).get("undo") is False, what="Mo's row back to review, live")
+        assert row_of(mo, tid)["pending"] is True
