@@ -58,8 +58,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("hitl_app.desk")
 
 
-DeskRows = tuple[ReviewExpiry | None, ScheduledResume | None, str]
-"""A pending review's desk rows (``ReviewDesk.desk_rows``): its expiry row, its undo window row, the owner's name."""
+DeskRows = tuple[ReviewExpiry | None, ScheduledResume | None, str, dict[int, str]]
+"""A pending review's desk rows (``ReviewDesk.desk_rows``): its expiry row, its undo window row, the owner's name,
+and who decided each card (card index -> names; read only while an undo window is open)."""
 
 
 class ReviewDesk:
@@ -305,15 +306,17 @@ class ReviewDesk:
 
     # ---------------------------------------------------------------- what the cards show
     async def desk_rows(self, review: PendingReview, owner_id: str) -> DeskRows:
-        """What ``with_desk`` reads of ``review``: (its expiry row, its undo window row, the owner's name)."""
+        """What ``with_desk`` reads of ``review`` (``DeskRows``)."""
 
-        async def rows() -> tuple[ReviewExpiry | None, ScheduledResume | None]:
+        async def rows() -> tuple[ReviewExpiry | None, ScheduledResume | None, dict[int, str]]:
             async with self.service._session() as session:
                 expiry = await desk_store.get_expiry(session=session, interrupt_id=review.interrupt_id)
-                return expiry, await desk_store.get_resume(session=session, interrupt_id=review.interrupt_id)
+                resume = await desk_store.get_resume(session=session, interrupt_id=review.interrupt_id)
+                by = await reviews.reviewers_by_card(session=session, interrupt_id=review.interrupt_id) if resume else {}
+                return expiry, resume, by
 
-        (expiry, resume), owner_name = await asyncio.gather(rows(), self.owner_name(owner_id))
-        return expiry, resume, owner_name
+        (expiry, resume, by), owner_name = await asyncio.gather(rows(), self.owner_name(owner_id))
+        return expiry, resume, owner_name, by
 
     def with_desk(
         self, view: ThreadView, cards: Sequence[Card], person: Person, owner_id: str, rows: DeskRows,
@@ -323,7 +326,7 @@ class ReviewDesk:
         review was first shown (``requested_at``, aware UTC; None: not recorded)."""
         review = view.pending
         assert review is not None
-        expiry, resume, owner_name = rows
+        expiry, resume, owner_name, by = rows
         desk = DeskView(
             server_now=utcnow(), requested_at=requested_at, owner_name=owner_name,
             viewer_is_owner=str(person.account_id) == owner_id,
@@ -339,7 +342,7 @@ class ReviewDesk:
             desk.undo_until, desk.undo_by = resume.due_at, resume.by_name
             desk.viewer_may_undo = self.may_undo(resume.by_id, person)
             desk.overtaken_by = "" if resume.by_id == str(person.account_id) else resume.by_name
-            desk.decided = decided_lines(review, resume.decisions or [])
+            desk.decided = decided_lines(review, resume.decisions or [], by)
         for card in cards:
             scopes, note = self.grant_scopes(card, person, owner_id)
             desk.grant_scopes.append(scopes)

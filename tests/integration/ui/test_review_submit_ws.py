@@ -31,7 +31,8 @@ pytestmark = pytest.mark.app
 DESK = f"{SESSION}.hitl_app___ui___desk_state____desk_state"
 TEAM = (ROOT / "examples" / "policies" / "team.toml").read_text(encoding="utf-8")
 POLICY = TEAM.replace('description = "Send an email to {to}: {subject}"\n',
-                      'description = "Send an email to {to}: {subject}"\nundo_seconds = 120\n')
+                      'description = "Send an email to {to}: {subject}"\nundo_seconds = 120\n').replace(
+    'description = "Pay {amount} to {to}"\n', 'description = "Pay {amount} to {to}"\nundo_seconds = 120\n')
 ASK = "email ee@example.com about ee: hi and delete notes/new2.txt"
 
 
@@ -219,3 +220,29 @@ async def test_the_sidebar_row_says_undo_window_while_the_decided_review_waits_a
         await rex.call(f"{DESK}.undo")
         await mo.wait_for(lambda c: row_of(c, tid).get("undo") is False, what="Mo's row back to review, live")
         assert row_of(mo, tid)["pending"] is True
+
+
+
+async def test_the_undo_summary_names_every_approver_and_shows_what_an_approval_runs(server):
+    """QA shots 71, 72: a two-approval payment named only the last approver ("submitted by Rita")
+    and showed no arguments."""
+    tid, max_key, rex_key, rita_key = (str(uuid.uuid4()) for _ in range(4))
+    await server.asign_in(max_key, role="member", name="Max")
+    await server.asign_in(rex_key, role="reviewer", name="Rex")
+    await server.asign_in(rita_key, role="reviewer", name="Rita")
+    async with WsClient(server.url, browser_id=max_key) as mx:
+        await mx.load_thread(tid)
+        await mx.send("pay 1500 to Bob")
+        await mx.wait_review(1)
+        for key in (rex_key, rita_key):
+            async with WsClient(server.url, browser_id=key) as tab:
+                await tab.load_thread(tid)
+                await tab.wait_review(1)
+                await tab.call("ReviewState.choose", index=0, kind="approve")
+                await tab.call("ReviewState.submit")
+                await tab.wait_for(lambda c: c.review["cards"][0]["standing"] != "open" or desk(c).get("undo_ms", 0) > 0,
+                                   what="the approval in")
+        await mx.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window in Max's tab")
+        lines = [(x["tool"], x["verb"], x["by"], x["args"]) for x in desk(mx)["undo_lines"]]
+        assert lines == [("transfer_funds", "approved", "Rex and Rita", "amount: 1500, to: Bob")]
+        assert desk(mx)["undo_by"] == "Rita"
