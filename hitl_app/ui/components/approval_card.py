@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from hitl_app.review import draft
 from hitl_app.review.types import MAX_PASTE_CHARS
 from hitl_app.ui import theme
 from hitl_app.ui.components.card_parts import KEEP_TEXT_MS, edited_summary, editor_panel, effect_preview, risk_badge, waited
@@ -118,11 +119,13 @@ def _standing_badge(card: CardRow) -> rx.Component:
 
 def _choice_chip(card: CardRow) -> rx.Component:
     """The pick so far ("approve", "edit"), amber while it does not count as decided yet
-    ("editing: not checked" until "Check edit" passes): ``ReviewState.chips``, Submit's own rule."""
+    ("editing: not checked" until "Check edit" passes), red after a failed check ("edit: check
+    failed"): ``ReviewState.chips``, Submit's own rule."""
     chip = ReviewState.chips[card.index]
     done = chip[1] == "done"
+    colour = rx.cond(done, "gray", rx.cond(chip[0] == draft.CHECK_FAILED, "red", "amber"))
     return rx.cond(card.choice != "", rx.badge(
-        chip[0], color_scheme=rx.cond(done, "gray", "amber"), variant=rx.cond(done, "soft", "outline"),
+        chip[0], color_scheme=colour, variant=rx.cond(done, "soft", "outline"),
         data_testid="card-choice", custom_attrs={"data-decided": rx.cond(done, "true", "false")},
     ))
 

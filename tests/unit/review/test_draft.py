@@ -45,7 +45,7 @@ def test_the_chip_says_an_open_or_unchecked_edit_is_not_decided_as_the_counter_d
     refused = card(1, "edit", editing=True, edit_error="`to` is required")
     checked, answered, blank = card(2, "edit"), card(3, "respond", answer="blue"), card(4, "respond")
     assert draft.choice_chip(editing) == ("editing: not checked", False)
-    assert draft.choice_chip(refused) == ("editing: not checked", False)
+    assert draft.choice_chip(refused) == ("edit: check failed", False)  # QA: it said "not checked"
     assert draft.choice_chip(checked) == ("edit", True)
     assert draft.choice_chip(answered) == ("respond", True)
     assert draft.choice_chip(blank) == ("respond: no answer yet", False)
