@@ -266,8 +266,8 @@ def _cards_panel() -> rx.Component:
                 width="100%",
             ),
             rx.foreach(ReviewState.cards, approval_card),
-            rx.cond(
-                ReviewState.review_note != "",
+            rx.cond(  # after a partial submit the waiting callout and the composer line say it (QA: three notes)
+                (ReviewState.review_note != "") & (ReviewState.nothing_left == ""),
                 rx.text(ReviewState.review_note, size="2", color=theme.MUTED, data_testid="review-note"),
             ),
             rx.cond(
