@@ -220,8 +220,8 @@ def submit_label(cards: Sequence[DraftCard]) -> str:
 
 def overtaken_note(cards: Sequence[DraftCard], by: str) -> str:
     """What a tab says when ``by``'s submission decided the review while this person had choices
-    on its cards (they were not sent); ``""`` when no card had a choice."""
-    if not any(card.choice for card in cards):
+    on cards still open to them (not sent); ``""`` when none (their own submitted cards do not count)."""
+    if not any(card.choice and card.standing == OPEN for card in cards):
         return ""
     return f"{by or 'Someone else'} decided this review first; your choices were not sent."
 

@@ -242,3 +242,10 @@ def test_a_kept_choice_comes_back_only_on_a_blank_open_card_that_still_offers_it
     assert draft.restorable(card(0), {"choice": "edit", "args": {"to": "b@x.org"}}) == "edit"
     assert draft.restorable(card(0), {"choice": "drop_everything"}) == ""
     assert draft.restorable(card(0), ["approve"]) == ""
+
+
+def test_only_an_unsent_choice_on_an_open_card_is_overtaken():
+    """QA race: Rita's pick on an open card was not sent; Max's submitted answers were."""
+    picked, sent = card(0, "approve"), card(1, "respond", answer="Tuesday", standing=draft.COMPLETE)
+    assert draft.overtaken_note([picked, sent], "Rex") == "Rex decided this review first; your choices were not sent."
+    assert draft.overtaken_note([sent, card(2)], "Rex") == ""
