@@ -218,14 +218,6 @@ def submit_label(cards: Sequence[DraftCard]) -> str:
     return f"Submit {n} decision{'s' if n != 1 else ''}" if n else "Submit"
 
 
-def overtaken_note(cards: Sequence[DraftCard], by: str) -> str:
-    """What a tab says when ``by``'s submission decided the review while this person had choices
-    on cards still open to them (not sent); ``""`` when none (their own submitted cards do not count)."""
-    if not any(card.choice and card.standing == OPEN for card in cards):
-        return ""
-    return f"{by or 'Someone else'} decided this review first; your choices were not sent."
-
-
 def nothing_left_note(cards: Sequence[DraftCard]) -> str:
     """Why there is no Submit button: ``WAITING_NOTE`` when cards wait for someone else, a line
     when every card is decided, ``""`` while this person still has a card to decide. A waiting

@@ -19,6 +19,7 @@ from hitl_app.auth import Principal
 from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft
 from hitl_app.review.types import PendingReview, decision_payload
 from hitl_app.review.validate import args_json_schema
+from hitl_app.review.waiting import overtaken_note
 from hitl_app.runtime import get_runtime, get_service
 from hitl_app.threads.previews import effect_previews
 from hitl_app.threads.service import ThreadError
@@ -140,7 +141,7 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
         ``undo_open``: the review is complete and waits out its undo window, submitted by
         ``undo_by`` (``""``: this person): choices made here then say so.
         """
-        if undo_open and not self.undo_open and undo_by and (note := draft.overtaken_note(self.cards, undo_by)):
+        if undo_open and not self.undo_open and undo_by and (note := overtaken_note(self.cards, undo_by)):
             self.review_error = note
         self.undo_open = undo_open
         new_id = review.interrupt_id if review else ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from hitl_app.review import draft
 from hitl_app.review.types import ApproveDecision, EditDecision, RejectDecision, RespondDecision, decision_payload
+from hitl_app.review.waiting import overtaken_note
 from hitl_app.ui.rows import CardRow
 
 ALL = ["approve", "edit", "reject", "respond"]
@@ -247,5 +248,5 @@ def test_a_kept_choice_comes_back_only_on_a_blank_open_card_that_still_offers_it
 def test_only_an_unsent_choice_on_an_open_card_is_overtaken():
     """QA race: Rita's pick on an open card was not sent; Max's submitted answers were."""
     picked, sent = card(0, "approve"), card(1, "respond", answer="Tuesday", standing=draft.COMPLETE)
-    assert draft.overtaken_note([picked, sent], "Rex") == "Rex decided this review first; your choices were not sent."
-    assert draft.overtaken_note([sent, card(2)], "Rex") == ""
+    assert overtaken_note([picked, sent], "Rex") == "Rex decided this review first; your choices were not sent."
+    assert overtaken_note([sent, card(2)], "Rex") == ""
