@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from hitl_app.review.diff import diff_args, summarize
+from hitl_app.review.diff import diff_args, show_value, summarize
 from hitl_app.review.types import (
     AnyDecision,
     Decision,
@@ -41,7 +41,9 @@ class DecidedLine(BaseModel):
             (``"decided"`` when the stored decision cannot be read).
         detail: the reject's reason (``""`` when none was given), the answer, or for an edit
             what changed (``"to: a@x.com -> b@x.com"``); ``""`` for an approval.
-        args: an edit's arguments as one line of JSON (``""`` for the other decisions).
+        args: an edit's arguments as one line of JSON; an approval's as the card showed them,
+            compact (``"to: bob@example.com, subject: plans"``); ``""`` for the other decisions.
+        by: who decided the card (``"Rex"``, ``"Rex and Rita"`` for a two-approval card; ``""`` unknown).
     """
 
     index: int
@@ -50,6 +52,13 @@ class DecidedLine(BaseModel):
     verb: str = "decided"
     detail: str = ""
     args: str = ""
+    by: str = ""
+
+
+def compact_args(args: Mapping[str, Any]) -> str:
+    """``args`` in one short line, each value as a card row shows it (``show_value``):
+    ``"amount: 500, to: Bob"``; ``""`` for none."""
+    return ", ".join(f"{key}: {show_value(value)}" for key, value in args.items())
 
 
 def decided_line(index: int, tool: str, proposed: Mapping[str, Any], payload: Any) -> DecidedLine:
@@ -68,13 +77,19 @@ def decided_line(index: int, tool: str, proposed: Mapping[str, Any], payload: An
         line.args = json.dumps(edited, ensure_ascii=False, default=str)
     elif isinstance(decision, RejectDecision | RespondDecision):
         line.detail = (decision.message or "").strip()
+    else:
+        line.args = compact_args(proposed)
     return line
 
 
-def decided_lines(review: PendingReview, payloads: Sequence[Any]) -> list[DecidedLine]:
+def decided_lines(review: PendingReview, payloads: Sequence[Any], by: Mapping[int, str] | None = None) -> list[DecidedLine]:
     """One ``DecidedLine`` per action request of ``review``, from ``payloads`` (the decisions
-    the run resumes with, in the same order); a card without a payload reads ``"decided"``."""
-    return [
+    the run resumes with, in the same order); a card without a payload reads ``"decided"``.
+    ``by``: card index -> who decided it (``store.reviews.reviewers_by_card``)."""
+    lines = [
         decided_line(i, action.name, action.args, payloads[i] if i < len(payloads) else None)
         for i, action in enumerate(review.action_requests)
     ]
+    for line in lines:
+        line.by = (by or {}).get(line.index, "")
+    return lines

@@ -42,17 +42,28 @@ class FieldChange:
             return f"{self.path}: added {show_value(self.after)}"
         if self.kind == "removed":
             return f"{self.path}: removed {show_value(self.before)}"
-        return f"{self.path}: {show_value(self.before)} -> {show_value(self.after)}"
+        quote = _needs_quotes(self.before) or _needs_quotes(self.after)  # both sides alike
+        return f"{self.path}: {show_value(self.before, quote=quote)} -> {show_value(self.after, quote=quote)}"
 
 
-def show_value(value: Any) -> str:
-    """``value`` as short text: a non-empty one-line string as is, anything else as JSON; cut to
-    ``MAX_VALUE_CHARS`` characters with "…"."""
-    if isinstance(value, str) and value and value.strip() == value and "\n" not in value:
+def _needs_quotes(value: Any) -> bool:
+    """A string that would not read right bare: empty, padded with spaces, or on several lines."""
+    return isinstance(value, str) and (not value or value.strip() != value or "\n" in value)
+
+
+def show_value(value: Any, *, quote: bool = False) -> str:
+    """``value`` as short text: a non-empty one-line string as is (in JSON quotes with ``quote``,
+    e.g. when the other side of a change needs them), anything else as JSON; cut to
+    ``MAX_VALUE_CHARS`` characters with "…", inside its closing quote."""
+    if isinstance(value, str) and not quote and not _needs_quotes(value):
         text = value
     else:
         text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= MAX_VALUE_CHARS else text[: MAX_VALUE_CHARS - 1] + "…"
+    if len(text) <= MAX_VALUE_CHARS:
+        return text
+    if isinstance(value, str) and text.startswith('"'):
+        return text[: MAX_VALUE_CHARS - 2] + '…"'
+    return text[: MAX_VALUE_CHARS - 1] + "…"
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -147,7 +147,10 @@ def is_decided(card: DraftCard) -> bool:
 
 
 NOT_CHECKED = "editing: not checked"
-"""The chip of a card whose editor is open (or whose last check failed): not decided yet."""
+"""The chip of a card whose editor is open and not checked yet: not decided yet."""
+
+CHECK_FAILED = "edit: check failed"
+"""The chip of a card whose last "Check edit" failed (its error shows under the editor): not decided."""
 
 NO_ANSWER = "respond: no answer yet"
 """The chip of a card set to respond before its answer has text: not decided yet."""
@@ -156,11 +159,14 @@ NO_ANSWER = "respond: no answer yet"
 def choice_chip(card: DraftCard) -> tuple[str, bool]:
     """The small label of a card's pick and whether it counts as decided (``is_decided``, as the
     counter and Submit count it): ``("approve", True)``, ``("edit", True)`` once "Check edit"
-    passed, ``(NOT_CHECKED, False)`` before, ``(NO_ANSWER, False)``; ``("", False)`` with no pick."""
+    passed, ``(NOT_CHECKED, False)`` before, ``(CHECK_FAILED, False)`` after a failed check,
+    ``(NO_ANSWER, False)``; ``("", False)`` with no pick."""
     if not card.choice:
         return "", False
     if is_decided(card):
         return card.choice, True
+    if card.choice == "edit" and card.edit_error:
+        return CHECK_FAILED, False
     return {"edit": NOT_CHECKED, "respond": NO_ANSWER}.get(card.choice, card.choice), False
 
 
@@ -172,9 +178,13 @@ def decided_count(cards: Sequence[DraftCard]) -> int:
 
 def waiting_for(cards: Sequence[DraftCard]) -> str:
     """Whom the waiting cards wait for, in words: ``"another reviewer"`` once this person's own
-    decision is on one of them (their approval is in, a second is needed), else ``"a reviewer"``."""
+    decision is on one of them (their approval is in, a second is needed), else whom the cards
+    name (``others``: ``"a reviewer"``, or the name of the person who asked, ``"Max"``), joined
+    with "or"; ``"a reviewer"`` when they name nobody."""
     waiting = [c for c in cards if c.standing == WAITING]
-    return "another reviewer" if any(getattr(c, "yours", False) for c in waiting) else "a reviewer"
+    if any(getattr(c, "yours", False) for c in waiting):
+        return "another reviewer"
+    return " or ".join(dict.fromkeys(o for c in waiting if (o := getattr(c, "others", "")))) or "a reviewer"
 
 
 def waiting_count(cards: Sequence[DraftCard]) -> int:

@@ -34,9 +34,18 @@ _DECISION_ADAPTER: TypeAdapter[AnyDecision] = TypeAdapter(Decision)
 
 ReviewErrorCode = Literal[
     "stale", "count", "not_allowed", "renamed", "bad_args", "bad_json", "too_large", "missing_message", "malformed",
-    "forbidden", "bad_request", "not_grantable",
+    "forbidden", "bad_request", "not_grantable", "already_decided",
 ]
 """The stable machine words of ``ReviewError.code``."""
+
+
+def already_decided_text(who: str) -> str:
+    """The refusal of a submission on a review decided meanwhile; ``who`` decided it (``""``
+    unknown, ``"You"`` the person submitting), e.g. "Rex already decided this review; your
+    choices were not sent."."""
+    if who == "You":
+        return "You already decided this review; nothing more was sent."
+    return f"{who or 'Someone'} already decided this review; your choices were not sent."
 
 
 class ReviewError(ValueError):
@@ -49,7 +58,8 @@ class ReviewError(ValueError):
             ``bad_args``, ``bad_json``, ``too_large``, ``missing_message``, ``malformed``, or
             ``forbidden`` (the review rights refuse this person the decision or the grant),
             ``bad_request`` (a malformed grant entry) or ``not_grantable`` (the policy allows no
-            grant for this card).
+            grant for this card), ``already_decided`` (another submission decided the review
+            first: it waits out its undo window; the message names who).
     """
 
     def __init__(self, message: str, *, card_index: int | None = None, code: ReviewErrorCode = "malformed"):

@@ -276,6 +276,20 @@ async def is_claimed(*, session: AsyncSession, interrupt_id: str) -> bool:
     return (await session.exec(stmt)).first() is not None
 
 
+async def reviewers_by_card(*, session: AsyncSession, interrupt_id: str) -> dict[int, str]:
+    """Who decided each card of ``interrupt_id`` (card index -> its audit row's reviewer, e.g.
+    ``"Dana and Lee"``); empty when the review is not claimed."""
+    stmt = select(AuditRecord.action_index, AuditRecord.reviewer).where(AuditRecord.interrupt_id == interrupt_id)
+    return {int(index): name or "" for index, name in (await session.exec(stmt)).all()}
+
+
+async def claimed_by(*, session: AsyncSession, interrupt_id: str) -> list[str] | None:
+    """Who decided ``interrupt_id``'s cards (its audit rows' reviewer names, each once, in card
+    order); None when the review is not claimed."""
+    by_card = await reviewers_by_card(session=session, interrupt_id=interrupt_id)
+    return None if not by_card else list(dict.fromkeys(n for _, n in sorted(by_card.items()) if n))
+
+
 async def audit_for_thread(*, session: AsyncSession, thread_id: str) -> dict[str, AuditEntry]:
     """Decisions recorded for ``thread_id``, keyed by tool call id (rows without one are left out)."""
     rows = (await session.exec(select(AuditRecord).where(AuditRecord.thread_id == thread_id))).all()

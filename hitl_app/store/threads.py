@@ -13,6 +13,7 @@ from datetime import datetime
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from hitl_app.store.desk_tables import ScheduledResume
 from hitl_app.store.tables import ThreadRecord, utcnow
 
 NEW_THREAD_TITLE = "New chat"
@@ -23,12 +24,14 @@ TITLE_CHARS = 60
 
 @dataclass(frozen=True)
 class ThreadSummary:
-    """A sidebar row: ``thread_id``, ``title``, ``updated_at`` (aware UTC), ``pending_review``."""
+    """A sidebar row: ``thread_id``, ``title``, ``updated_at`` (aware UTC), ``pending_review``;
+    ``undo_window``: its review is decided and waits out its undo window (the run has not started)."""
 
     thread_id: str
     title: str
     updated_at: datetime
     pending_review: bool
+    undo_window: bool = False
 
 
 def title_from(text: str) -> str:
@@ -82,4 +85,8 @@ async def list_threads(*, session: AsyncSession, owner: str | None, limit: int =
     if owner:
         stmt = stmt.where(ThreadRecord.owner == owner)
     rows = (await session.exec(stmt)).all()
-    return [ThreadSummary(r.thread_id, r.title, r.updated_at, r.pending_review) for r in rows]
+    waiting = select(ScheduledResume.thread_id).where(
+        col(ScheduledResume.thread_id).in_([r.thread_id for r in rows]), col(ScheduledResume.status) == "pending"
+    )
+    undo = set((await session.exec(waiting)).all()) if rows else set()
+    return [ThreadSummary(r.thread_id, r.title, r.updated_at, r.pending_review, r.thread_id in undo) for r in rows]

@@ -107,12 +107,13 @@ def may_view(cards: Sequence[Card], person: Person, owner_id: str) -> bool:
 
 
 def card_statuses(
-    cards: Sequence[Card], person: Person, dropped: Mapping[int, Sequence[str]] | None = None
+    cards: Sequence[Card], person: Person, dropped: Mapping[int, Sequence[str]] | None = None, *, owner_name: str = ""
 ) -> list[CardStatus]:
     """What each card shows ``person``: progress, who decided, the buttons they may use and why not.
 
     ``dropped``: card index -> why earlier approvals no longer count (``requalify``), added to
-    the card's progress line."""
+    the card's progress line. ``owner_name``: the thread owner's display name, whom a card only
+    they may decide waits for (``CardStatus.others``)."""
     out = []
     for index, card in enumerate(cards):
         state, rights = progress(card), may_decide(card, person)
@@ -131,7 +132,7 @@ def card_statuses(
                 standing=draft.standing(complete=state.complete, allowed=rights.allowed, tool_allows=card.allowed_decisions),
                 remaining=state.remaining,
                 yours=any(r.account_id == str(person.account_id) for r in card.recorded),
-                others=who_else_may_decide(card.rule),
+                others=who_else_may_decide(card.rule) or owner_name,
             )
         )
     return out

@@ -39,7 +39,7 @@ from hitl_app.review.rights import Card, Person, ToolRights, check_decision, rig
 from hitl_app.review.rights_policy import DEFAULT_RIGHTS
 from hitl_app.review.risk_policy import NO_RISK, ToolRisk
 from hitl_app.review.types import AnyDecision, PendingReview, decision_payload
-from hitl_app.review.validate import ReviewError
+from hitl_app.review.validate import ReviewError, already_decided_text
 from hitl_app.store import choices, reviews
 from hitl_app.store import desk as desk_store
 from hitl_app.store import grants as grant_store
@@ -58,8 +58,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("hitl_app.desk")
 
 
-DeskRows = tuple[ReviewExpiry | None, ScheduledResume | None, str]
-"""A pending review's desk rows (``ReviewDesk.desk_rows``): its expiry row, its undo window row, the owner's name."""
+DeskRows = tuple[ReviewExpiry | None, ScheduledResume | None, str, dict[int, str]]
+"""A pending review's desk rows (``ReviewDesk.desk_rows``): its expiry row, its undo window row, the owner's name,
+and who decided each card (card index -> names; read only while an undo window is open)."""
 
 
 class ReviewDesk:
@@ -282,6 +283,21 @@ class ReviewDesk:
         person, or an admin)."""
         return str(person.account_id) == submitted_by or is_admin(person)
 
+    async def refuse_if_decided(self, interrupt_id: str, person: Person) -> None:
+        """Refuse a submission on a review whose claim is written (e.g. waiting out its undo window).
+
+        Raises ReviewError(code="already_decided"), naming who submitted (or who decided each card).
+        """
+        async with self.service._session() as session:
+            names = await reviews.claimed_by(session=session, interrupt_id=interrupt_id)
+            if names is None:
+                return
+            row = await desk_store.get_resume(session=session, interrupt_id=interrupt_id)
+        who = row.by_name if row is not None and row.status == "pending" and row.by_name else " and ".join(names)
+        if row is not None and row.by_id == str(person.account_id):
+            who = "You"
+        raise ReviewError(already_decided_text(who), code="already_decided")
+
     async def holds(self, interrupt_id: str) -> bool:
         """True while the review waits out an undo window (its claim must not be released)."""
         async with self.service._session() as session:
@@ -290,15 +306,17 @@ class ReviewDesk:
 
     # ---------------------------------------------------------------- what the cards show
     async def desk_rows(self, review: PendingReview, owner_id: str) -> DeskRows:
-        """What ``with_desk`` reads of ``review``: (its expiry row, its undo window row, the owner's name)."""
+        """What ``with_desk`` reads of ``review`` (``DeskRows``)."""
 
-        async def rows() -> tuple[ReviewExpiry | None, ScheduledResume | None]:
+        async def rows() -> tuple[ReviewExpiry | None, ScheduledResume | None, dict[int, str]]:
             async with self.service._session() as session:
                 expiry = await desk_store.get_expiry(session=session, interrupt_id=review.interrupt_id)
-                return expiry, await desk_store.get_resume(session=session, interrupt_id=review.interrupt_id)
+                resume = await desk_store.get_resume(session=session, interrupt_id=review.interrupt_id)
+                by = await reviews.reviewers_by_card(session=session, interrupt_id=review.interrupt_id) if resume else {}
+                return expiry, resume, by
 
-        (expiry, resume), owner_name = await asyncio.gather(rows(), self.owner_name(owner_id))
-        return expiry, resume, owner_name
+        (expiry, resume, by), owner_name = await asyncio.gather(rows(), self.owner_name(owner_id))
+        return expiry, resume, owner_name, by
 
     def with_desk(
         self, view: ThreadView, cards: Sequence[Card], person: Person, owner_id: str, rows: DeskRows,
@@ -308,7 +326,7 @@ class ReviewDesk:
         review was first shown (``requested_at``, aware UTC; None: not recorded)."""
         review = view.pending
         assert review is not None
-        expiry, resume, owner_name = rows
+        expiry, resume, owner_name, by = rows
         desk = DeskView(
             server_now=utcnow(), requested_at=requested_at, owner_name=owner_name,
             viewer_is_owner=str(person.account_id) == owner_id,
@@ -323,7 +341,8 @@ class ReviewDesk:
         if resume is not None and resume.status == "pending":
             desk.undo_until, desk.undo_by = resume.due_at, resume.by_name
             desk.viewer_may_undo = self.may_undo(resume.by_id, person)
-            desk.decided = decided_lines(review, resume.decisions or [])
+            desk.overtaken_by = "" if resume.by_id == str(person.account_id) else resume.by_name
+            desk.decided = decided_lines(review, resume.decisions or [], by)
         for card in cards:
             scopes, note = self.grant_scopes(card, person, owner_id)
             desk.grant_scopes.append(scopes)

@@ -25,6 +25,7 @@ class DeskView(BaseModel):
         undo_until: the end of the undo window of a submitted review (None: no window open).
         undo_by: the display name of who submitted it.
         viewer_may_undo: True when the viewing person may undo it (the submitter, or an admin).
+        overtaken_by: ``undo_by`` when someone other than the viewing person submitted (``""`` else).
         decided: while the undo window is open, each card's decision as the server will resume
             with it (``review.decided``), for everyone viewing the thread; ``[]`` otherwise.
         grant_scopes: per card, the grant scopes the viewing person may add with an approval.
@@ -44,6 +45,7 @@ class DeskView(BaseModel):
     undo_until: datetime | None = None
     undo_by: str = ""
     viewer_may_undo: bool = False
+    overtaken_by: str = ""
     decided: list[DecidedLine] = []
     grant_scopes: list[list[str]] = []
     grant_notes: list[str] = []

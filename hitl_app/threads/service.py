@@ -174,7 +174,7 @@ class ThreadService(ReviewClaims):
                 self._note_review(pending), self._cards_now(pending, owner_id), self.desk.desk_rows(pending, owner_id)
             )
             view = self.desk.with_desk(view, raw_cards, viewer, owner_id, rows, requested)
-            cards = card_statuses(raw_cards, viewer, dropped)
+            cards = card_statuses(raw_cards, viewer, dropped, owner_name=view.desk.owner_name if view.desk else "")
         return view.model_copy(
             update={"cards": cards, "read_only": not is_owner, "owner": thread_owner or str(viewer.account_id)}
         )
@@ -264,7 +264,8 @@ class ThreadService(ReviewClaims):
 
         Raises:
             ReviewError: refused, nothing ran, the review stays answerable: ``forbidden`` (the
-                rights; logged), ``stale``, ``count``, ``not_allowed`` and the other shape codes.
+                rights; logged), ``already_decided`` (another submission decided it first, e.g. in
+                its undo window; names who), ``stale``, ``count``, ``not_allowed`` and the other shape codes.
             ThreadError: ``forbidden`` (signed out, or not this person's thread and no card of it
                 theirs to decide), ``not_found``, ``busy``, ``limited``, ``db_unavailable``, or
                 ``not_started`` (the run could not start after the claim; the message says when
@@ -293,6 +294,7 @@ class ThreadService(ReviewClaims):
             review = view.pending
             typed = validate_partial(review, interrupt_id, decisions, self.validators)
             assert review is not None  # validate_partial refuses a missing review
+            await self.desk.refuse_if_decided(review.interrupt_id, person)  # e.g. in its undo window
             rights = self.desk.rights_with(review, expiry)
             if thread_owner and str(person.account_id) != thread_owner:
                 if not may_view((await self._cards_now(review, thread_owner, rights))[0], person, thread_owner):

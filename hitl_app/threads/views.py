@@ -64,7 +64,8 @@ class CardStatus(BaseModel):
     else must decide it, or their approval is in and another is needed) or ``complete``
     (``review.draft.standing``). ``remaining``: approvals it still needs (0 when complete);
     ``yours``: the viewer's own decision is recorded on it; ``others``: who besides the person who
-    asked may decide it, in words (``"a reviewer"``; ``""`` when only the person who asked may).
+    asked may decide it, in words (``"a reviewer"``), or when only they may, their name (``"Max"``;
+    ``""`` when unknown): whom the card waits for when it is not the viewer's.
     """
 
     index: int

@@ -34,6 +34,7 @@ from hitl_app.ui.rows import thread_id_of
 from hitl_app.ui.state.live import TabWatchers
 from hitl_app.ui.state.review import ReviewState
 from hitl_app.ui.state.session import SessionState, session_principal, sign_in_redirect
+from hitl_app.ui.state.thread_list import ThreadListState
 
 log = logging.getLogger("hitl_app.ui")
 
@@ -270,7 +271,7 @@ class InboxState(SessionState):
         """Re-read the inbox now: after this tab's own decision or Undo the count and the title
         follow at once, not only when the review signal reaches the watcher."""
         events = await self._read()
-        return sign_in_redirect() if events is None else events
+        return sign_in_redirect() if events is None else [*events, ThreadListState.refresh]
 
     @rx.event
     def set_notify(self, permission: Any) -> None:
@@ -320,7 +321,8 @@ class InboxState(SessionState):
                     return
                 for event in events:
                     yield event
-                if announced and path_is_thread:  # the open thread's cards may have changed too
+                if announced and path_is_thread:  # the open thread's cards (and its sidebar row) may have changed too
                     yield ReviewState.reread
+                    yield ThreadListState.refresh
         finally:
             INBOX_WATCHERS.leave(me)

@@ -11,6 +11,7 @@ from hitl_app.ui.components.chat import composer, thread_column
 from hitl_app.ui.components.sidebar import mobile_menu, sidebar
 from hitl_app.ui.components.user_menu import user_menu
 from hitl_app.ui.components.workspace import workspace_panel
+from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui.state import ChatState, ThreadListState
 from hitl_app.ui.workspace_state import WorkspaceState
 
@@ -31,7 +32,11 @@ def header() -> rx.Component:
         ),
         rx.text("Chat", weight="bold", size="3"),
         rx.cond(ChatState.streaming, rx.badge("running", color_scheme="blue", data_testid="run-status")),
-        rx.cond(ChatState.status == "review", rx.badge("review pending", color_scheme="amber", high_contrast=True)),
+        rx.cond(ChatState.status == "review", rx.cond(
+            DeskState.undo_ms > 0,
+            rx.badge("decided · undo window", color_scheme="gray", data_testid="review-status"),
+            rx.badge("review pending", color_scheme="amber", high_contrast=True, data_testid="review-status"),
+        )),
         rx.spacer(),
         rx.icon_button(
             rx.icon("folder-open", size=16), variant="ghost", on_click=WorkspaceState.toggle, display=["flex", "flex", "none"],

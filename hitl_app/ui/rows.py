@@ -106,7 +106,8 @@ class CardRow:
 class DecidedRow:
     """One card of a submitted review while its undo window is open (``review.decided.DecidedLine``):
     ``tool``, ``decision`` (``approve``...; ``""`` unreadable), ``verb`` (``approved``...), ``detail``
-    (reason, answer, or an edit's changes) and an edit's ``args`` (one line of JSON)."""
+    (reason, answer, or an edit's changes), ``args`` (an edit's as one line of JSON, an
+    approval's compact) and ``by`` (who decided the card)."""
 
     index: int
     tool: str
@@ -114,16 +115,18 @@ class DecidedRow:
     verb: str
     detail: str
     args: str
+    by: str = ""
 
 
 @dataclass
 class ThreadRow:
-    """A sidebar entry."""
+    """A sidebar entry: ``pending`` a review waits; ``undo``: it is decided and waits out its undo window."""
 
     thread_id: str
     title: str
     when: str
     pending: bool
+    undo: bool = False
 
 
 def json_type(value: Any) -> str:

@@ -162,6 +162,7 @@ def test_nothing_waits_is_centred_in_the_page_on_desktop_and_phone(browser, team
     page.goto(team_server.url + "/reviews")
     empty = page.get_by_test_id("inbox-empty")
     expect(empty).to_contain_text("Nothing waits for you.")
+    expect(page.get_by_test_id("inbox-hint")).to_have_count(0)  # no "Oldest first. Open one..." with nothing to open
     assert empty.evaluate(CENTRE_OFFSET) <= 2, "the empty inbox is off the middle of the page"
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     DESK_SHOTS.mkdir(parents=True, exist_ok=True)
@@ -211,6 +212,7 @@ def test_a_long_inbox_shows_its_count_and_pages_with_load_more(browser, team_ser
         page.goto(team_server.url + "/reviews")
         expect(page.get_by_test_id("inbox-item")).to_have_count(50)
         expect(page.get_by_test_id("inbox-total")).to_have_text("60 waiting · showing the oldest 50")
+        expect(page.get_by_test_id("inbox-hint")).to_have_text("Oldest first. Open one to see the thread and decide its cards.")
         expect(page.get_by_test_id("inbox-count")).to_have_text("60")
         expect(page).to_have_title(re.compile(r"^\(60\) hitl_app"))
         page.get_by_test_id("inbox-more").scroll_into_view_if_needed()

@@ -134,3 +134,21 @@ def test_favicon_is_served(page: Page, app_server: AppServer):
     assert response.status == 200
     body = response.body()
     assert body[:4] == b"\x00\x00\x01\x00", "not an ICO file"
+
+
+def test_the_composer_shrinks_back_to_one_line_after_a_long_message_is_sent(page: Page, app_server: AppServer):
+    """QA shots 62, 65: after a long message the empty composer stayed four lines tall."""
+    page.set_viewport_size(DESKTOP)
+    open_new_thread(page, app_server)
+    composer = page.get_by_test_id("composer-input")
+    one_line = composer.evaluate("e => e.offsetHeight")
+    composer.fill("stream 3 words " + "padding words here " * 20)
+    composer.press("End")
+    composer.press_sequentially(" x")  # typing grows it (auto height follows input events)
+    grown = composer.evaluate("e => e.offsetHeight")
+    assert grown > one_line * 1.5, (one_line, grown)
+    page.get_by_test_id("send-button").click()
+    expect(messages(page, "user")).to_have_count(1)
+    expect(composer).to_have_value("")
+    page.wait_for_function("h => document.getElementById('composer-text').offsetHeight <= h", arg=one_line)
+    shoot(page, "layout-composer-after-send")

@@ -120,7 +120,8 @@ def test_card_state_is_announced_and_the_composer_line_says_whom_it_waits_for(br
     reviewer.get_by_test_id("submit-decisions").click()
     expect(first.get_by_test_id("approval-progress")).to_have_text(re.compile(r"^1 of 2 approvals: Rex"))  # live
     expect(notice).to_have_text(  # the reviewer's part is done: no "decide the cards" any more
-        "Read-only: this is someone else's thread. Your decisions are in; waiting for 1 more approval from a reviewer."
+        "Someone else's thread: you can't message the agent here. Your decisions are in; waiting for 1 more approval from a"
+        " reviewer."
     )
     shots(reviewer, "reviewer-after-approving")
     expect(line).to_have_text("Waiting for a reviewer to decide (1 approval still needed); nothing here is yours to approve.")

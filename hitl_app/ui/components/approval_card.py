@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import reflex as rx
 
+from hitl_app.review import draft
 from hitl_app.review.types import MAX_PASTE_CHARS
 from hitl_app.ui import theme
 from hitl_app.ui.components.card_parts import KEEP_TEXT_MS, edited_summary, editor_panel, effect_preview, risk_badge, waited
@@ -84,7 +85,7 @@ def _state_text(card: CardRow) -> rx.Component:
         "decided (" + card.progress + ")",
         rx.cond(
             (card.standing == "waiting") & (card.choice == ""),
-            rx.cond(card.yours, "waiting for another reviewer (", "waiting for a reviewer (") + card.progress + ")",
+            "waiting for " + _waits_for(card) + " (" + card.progress + ")",
             rx.match(
                 card.choice,
                 ("approve", "approved"),
@@ -97,13 +98,19 @@ def _state_text(card: CardRow) -> rx.Component:
     ))
 
 
+def _waits_for(card: CardRow) -> rx.Var:
+    """Whom a waiting card waits for: "another reviewer" once this person's approval is in, else
+    the card's ``others`` ("a reviewer", or the name of the person who asked, "Max")."""
+    return rx.cond(card.yours, "another reviewer", rx.cond(card.others != "", card.others, "a reviewer"))
+
+
 def _standing_badge(card: CardRow) -> rx.Component:
     """"Decided" on a card decided earlier, "Waiting" on one left to someone else."""
     return rx.match(
         card.standing,
         ("complete", rx.badge(rx.icon("check", size=12), "Decided", color_scheme="green", data_testid="card-standing")),
         ("waiting", rx.cond(card.choice == "", rx.badge(
-            rx.icon("hourglass", size=12), rx.cond(card.yours, "Waiting for another reviewer", "Waiting for a reviewer"),
+            rx.icon("hourglass", size=12), "Waiting for ", _waits_for(card),
             color_scheme="amber", data_testid="card-standing",
         ))),
         rx.fragment(),
@@ -112,11 +119,13 @@ def _standing_badge(card: CardRow) -> rx.Component:
 
 def _choice_chip(card: CardRow) -> rx.Component:
     """The pick so far ("approve", "edit"), amber while it does not count as decided yet
-    ("editing: not checked" until "Check edit" passes): ``ReviewState.chips``, Submit's own rule."""
+    ("editing: not checked" until "Check edit" passes), red after a failed check ("edit: check
+    failed"): ``ReviewState.chips``, Submit's own rule."""
     chip = ReviewState.chips[card.index]
     done = chip[1] == "done"
+    colour = rx.cond(done, "gray", rx.cond(chip[0] == draft.CHECK_FAILED, "red", "amber"))
     return rx.cond(card.choice != "", rx.badge(
-        chip[0], color_scheme=rx.cond(done, "gray", "amber"), variant=rx.cond(done, "soft", "outline"),
+        chip[0], color_scheme=colour, variant=rx.cond(done, "soft", "outline"),
         data_testid="card-choice", custom_attrs={"data-decided": rx.cond(done, "true", "false")},
     ))
 
@@ -228,12 +237,12 @@ def approval_card(card: CardRow) -> rx.Component:
 def review_panel() -> rx.Component:
     """The pending review: its cards, the count decided, Submit and Approve all.
 
-    A refused submission's message (e.g. "already decided") stays visible after the cards were
-    replaced by the thread's real state.
+    A refused submission's message (e.g. "Rex already decided this review") stays visible after
+    the cards were replaced by the thread's real state (also by the undo window's summary).
     """
     return rx.fragment(
         rx.cond(
-            (ReviewState.cards.length() == 0) & (ReviewState.review_error != ""),
+            ((ReviewState.cards.length() == 0) | (DeskState.undo_ms > 0)) & (ReviewState.review_error != ""),
             rx.callout(
                 ReviewState.review_error, icon="triangle-alert", color_scheme="amber", data_testid="review-error", width="100%"
             ),
@@ -257,8 +266,8 @@ def _cards_panel() -> rx.Component:
                 width="100%",
             ),
             rx.foreach(ReviewState.cards, approval_card),
-            rx.cond(
-                ReviewState.review_note != "",
+            rx.cond(  # after a partial submit the waiting callout and the composer line say it (QA: three notes)
+                (ReviewState.review_note != "") & (ReviewState.nothing_left == ""),
                 rx.text(ReviewState.review_note, size="2", color=theme.MUTED, data_testid="review-note"),
             ),
             rx.cond(

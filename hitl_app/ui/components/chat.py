@@ -89,11 +89,12 @@ def notices() -> rx.Component:
 
 def composer() -> rx.Component:
     """The message box: Enter sends, Shift+Enter adds a line; locked (with the reason) while busy.
-    Someone else's thread (opened to decide its review) says it is read-only instead."""
+    Someone else's thread (opened to decide its review) says only its owner writes to the agent
+    there, then what is left for this person to decide (not "read-only": the cards may be theirs)."""
     return rx.cond(
         ChatState.read_only,
         rx.text(
-            "Read-only: this is someone else's thread. ",
+            "Someone else's thread: you can't message the agent here. ",
             rx.cond(  # what is left for this reviewer: their cards, or whom the review waits for now
                 (ChatState.status == "review") & (ReviewState.composer_line != ""),
                 composer_status(ReviewState.composer_line), "You can decide the cards above that are yours to decide.",

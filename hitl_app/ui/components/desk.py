@@ -94,12 +94,13 @@ _VERB_COLORS = (("approve", "green"), ("edit", "blue"), ("reject", "red"), ("res
 
 
 def _decided(line: DecidedRow) -> rx.Component:
-    """One card of the submitted review, read-only: ``send_email  [edited]  to: a -> b`` and an
-    edit's arguments, a reject's reason, an answer (``data-decision``: the decision type)."""
+    """One card of the submitted review, read-only: ``send_email  [edited]  by Rex  to: a -> b`` and
+    the arguments it runs with, a reject's reason, an answer (``data-decision``: the decision type)."""
     return rx.vstack(
         rx.hstack(
             rx.code(line.tool, size="2", weight="bold", style={"whiteSpace": "nowrap"}),
             rx.badge(line.verb, color_scheme=rx.match(line.decision, *_VERB_COLORS, "gray"), data_testid="undo-verb"),
+            rx.cond(line.by != "", rx.text("by ", line.by, size="1", color=theme.MUTED, data_testid="undo-by")),
             rx.cond(
                 line.detail != "",
                 rx.text(line.detail, size="2", data_testid="undo-detail", style={"overflowWrap": "anywhere", "minWidth": "0"}),

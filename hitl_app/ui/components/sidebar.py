@@ -15,8 +15,9 @@ from hitl_app.ui.workspace_state import WorkspaceState
 
 
 def _thread_link(row: ThreadRow, in_menu: bool = False) -> rx.Component:
-    """One thread row: its title cut with an ellipsis, when it changed, and a "review" badge that
-    never leaves the row (the title shrinks first)."""
+    """One thread row: its title cut with an ellipsis, when it changed, and a "review" badge (or
+    "undo window" while its decided review waits out its undo window) that never leaves the row
+    (the title shrinks first)."""
     active = ChatState.tid == row.thread_id
     return rx.link(
         rx.hstack(
@@ -39,8 +40,12 @@ def _thread_link(row: ThreadRow, in_menu: bool = False) -> rx.Component:
                 overflow="hidden",
             ),
             rx.cond(
-                row.pending,
-                rx.badge("review", color_scheme="amber", high_contrast=True, flex_shrink="0", data_testid="pending-badge"),
+                row.undo,
+                rx.badge("undo window", color_scheme="gray", flex_shrink="0", data_testid="undo-badge"),
+                rx.cond(
+                    row.pending,
+                    rx.badge("review", color_scheme="amber", high_contrast=True, flex_shrink="0", data_testid="pending-badge"),
+                ),
             ),
             align="center",
             spacing="2",

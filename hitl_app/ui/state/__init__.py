@@ -10,7 +10,8 @@ Handlers call ``hitl_app.threads``; no graph or SQL logic here. Every handler ar
 the browser and is checked before use.
 """
 
-from hitl_app.ui.state.chat import COMPOSER_ID, ChatState
+from hitl_app.ui.state.chat import ChatState
+from hitl_app.ui.state.composer import COMPOSER_ID
 from hitl_app.ui.state.review import ReviewState
 from hitl_app.ui.state.session import SessionState
 from hitl_app.ui.state.thread_list import IndexState, ThreadListState

@@ -21,6 +21,7 @@ from hitl_app.threads.views import ThreadView
 from hitl_app.ui.desk_state import DeskState
 from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, first_line, lock_reason, message_rows, row_keys, thread_id_of
 from hitl_app.ui.state import live
+from hitl_app.ui.state.composer import clear_composer
 from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, SignedOut, closing, live_script, may_follow
 from hitl_app.ui.state.session import SessionState, ask_identity, owner_of, session_principal, sign_in_redirect
 from hitl_app.ui.state.thread_list import ThreadListState
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
     from hitl_app.auth import Principal
     from hitl_app.ui.state.review import ReviewState
 
-COMPOSER_ID = "composer-text"
-"""DOM id of the composer's text area: cleared only once a message is accepted (a refused one stays)."""
 STOPPED_NOTICE = "Stopped. The partial reply was not kept; send a new message or press Continue."
 
 
@@ -113,10 +112,10 @@ class ChatState(SessionState):
             self.notice = ""
         review_error = first_line(view.error) if status == "review" and view.error else None
         self.read_only = view.read_only
-        waiting = view.desk is not None and view.desk.undo_until is not None  # an undo window: the cards stay as decided
+        waiting = (desk := view.desk) is not None and desk.undo_until is not None  # an undo window: cards stay decided
         review_state = await self._review_state()
-        review_state._show(view.pending, statuses=None if waiting else view.cards, error=review_error,
-                           raised_at=view.desk.requested_at if view.desk is not None else None, undo_open=waiting)
+        review_state._show(view.pending, statuses=None if waiting else view.cards, error=review_error, undo_open=waiting,
+                           raised_at=desk.requested_at if desk else None, undo_by=desk.overtaken_by if desk else "")
         if view.pending is not None:
             await review_state._fill_cards(view.owner, viewer)
         (await self.get_state(DeskState))._show(view.desk, view.pending.interrupt_id if view.pending else "")
@@ -222,7 +221,7 @@ class ChatState(SessionState):
         (await self._review_state())._show(None, error="")
         self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
         self._begin_stream()
-        return [rx.set_value(COMPOSER_ID, ""), *self._watch_if_needed(), ThreadListState.refresh]
+        return [*clear_composer(), *self._watch_if_needed(), ThreadListState.refresh]
 
     @rx.event
     async def stop(self):

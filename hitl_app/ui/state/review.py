@@ -19,6 +19,7 @@ from hitl_app.auth import Principal
 from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft
 from hitl_app.review.types import PendingReview, decision_payload
 from hitl_app.review.validate import args_json_schema
+from hitl_app.review.waiting import overtaken_note
 from hitl_app.runtime import get_runtime, get_service
 from hitl_app.threads.previews import effect_previews
 from hitl_app.threads.service import ThreadError
@@ -129,7 +130,7 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
 
     def _show(
         self, review: PendingReview | None, *, statuses: list[CardStatus] | None = None, error: str | None = None,
-        raised_at: datetime | None = None, undo_open: bool = False,
+        raised_at: datetime | None = None, undo_open: bool = False, undo_by: str = "",
     ) -> None:
         """Replace the cards with ``review`` (or clear them). Private: not callable from the browser.
 
@@ -137,8 +138,11 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
         cards already shown. ``error`` (when given) then replaces the panel's message; otherwise
         a refused submission's message ("already decided") stays until a new review shows.
         ``raised_at``: when the review was raised (``ThreadView.raised_at``, server time).
-        ``undo_open``: the review is complete and waits out its undo window.
+        ``undo_open``: the review is complete and waits out its undo window, submitted by
+        ``undo_by`` (``""``: this person): choices made here then say so.
         """
+        if undo_open and not self.undo_open and undo_by and (note := overtaken_note(self.cards, undo_by)):
+            self.review_error = note
         self.undo_open = undo_open
         new_id = review.interrupt_id if review else ""
         if raised_at is not None:
@@ -383,7 +387,7 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
     async def _refused(self, chat: ChatState, exc: ReviewError, person: Principal):
         """Show why a submission was refused: on its card, or on the panel; a stale review is
         replaced by the thread's real state."""
-        if exc.code == "stale":
+        if exc.code in ("stale", "already_decided"):
             self._show(None)
             await self._reload(chat, person)
             self.review_error = exc.message

@@ -30,7 +30,10 @@ class ThreadListState(SessionState):
             summaries = await get_service().list_threads(owner=owner_of(who))
         except RuntimeError:
             return None
-        self.threads = [ThreadRow(s.thread_id, s.title, relative_time(s.updated_at), s.pending_review) for s in summaries]
+        self.threads = [
+            ThreadRow(s.thread_id, s.title, relative_time(s.updated_at), s.pending_review, s.undo_window)
+            for s in summaries
+        ]
         return None
 
     @rx.event

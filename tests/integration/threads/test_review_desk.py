@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import uuid
 from datetime import timedelta
 from pathlib import Path
@@ -29,6 +30,8 @@ from hitl_app.threads.sweeper import Sweeper
 MIA = Principal(1, "Mia", Role.MEMBER, "mia@example.com")
 ADA = Principal(5, "Ada", Role.ADMIN, "ada@example.com")
 LEE = Principal(2, "Lee", Role.MEMBER, "lee@example.com")
+REX = Principal(3, "Rex", Role.REVIEWER, "rex@example.com")
+RITA = Principal(4, "Rita", Role.REVIEWER, "rita@example.com")
 OWNER = str(MIA.account_id)
 APPROVE = [{"type": "approve"}]
 
@@ -54,6 +57,7 @@ escalate_to = "admin"
 allowed_decisions = ["approve", "reject"]
 description = "Wait {seconds} seconds"
 undo_seconds = 2
+reviewers = ["owner", "reviewer"]
 
 [tools.transfer_funds]
 allowed_decisions = ["approve", "reject"]
@@ -254,7 +258,7 @@ async def test_undo_puts_the_review_back_and_the_window_resumes_exactly_once(run
     assert [(d.tool, d.verb) for d in waiting.desk.decided] == [("slow_task", "approved")], "what the window runs"
     with pytest.raises(ReviewError) as info:  # decided: nobody else decides it meanwhile
         await svc.submit_review(t, iid, [{"type": "reject"}], person=MIA)
-    assert info.value.code == "stale"
+    assert (info.value.code, info.value.message) == ("already_decided", "You already decided this review; nothing more was sent.")
     with pytest.raises(ThreadError) as denied:
         await svc.desk.undo(t, iid, LEE)
     assert denied.value.code == "forbidden"
@@ -281,3 +285,24 @@ async def test_undo_puts_the_review_back_and_the_window_resumes_exactly_once(run
     with pytest.raises(ThreadError) as too_late:
         await svc.desk.undo(t, iid, MIA)
     assert too_late.value.code == "too_late"
+
+
+async def test_a_second_decision_in_the_undo_window_is_refused_as_already_decided_naming_who(runtimes, caplog):
+    """The slower of two reviewers, a double-clicked Submit: refused, and the log says why
+    (before: ``code=forbidden: This thread belongs to someone else.``)."""
+    svc = runtimes[0].service
+    t, view = await ask(svc, "wait 0 seconds")
+    iid = view.pending.interrupt_id
+    assert await svc.submit_review(t, iid, APPROVE, person=REX) is None, "Rex's approval opens the undo window"
+    caplog.clear()
+    with caplog.at_level(logging.WARNING), pytest.raises(ReviewError) as slower:
+        await svc.submit_review(t, iid, [{"type": "reject", "message": "no"}], person=RITA)
+    assert slower.value.code == "already_decided"
+    assert slower.value.message == "Rex already decided this review; your choices were not sent."
+    [line] = [r.getMessage() for r in caplog.records if "review decision refused" in r.getMessage()]
+    assert "code=already_decided: Rex already decided this review; your choices were not sent." in line
+    with pytest.raises(ReviewError) as twice:  # Rex's double click
+        await svc.submit_review(t, iid, APPROVE, person=REX)
+    assert twice.value.message == "You already decided this review; nothing more was sent."
+    after = await svc.load(t, viewer=MIA)
+    assert after.desk.undo_by == "Rex" and [(d.tool, d.verb) for d in after.desk.decided] == [("slow_task", "approved")]

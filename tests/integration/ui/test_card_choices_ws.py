@@ -142,6 +142,9 @@ async def test_a_checked_edit_survives_a_reload_and_is_sent_as_edited(server):
         await tab.call("ReviewState.choose", index=0, kind="edit")
         await tab.wait_for(lambda c: c.review["cards"][0]["editing"], what="the editor open")
         assert tab.review["chips"][0] == ["editing: not checked", "open"] and tab.review["decided_count"] == 0
+        await tab.call("ReviewState.save_edit", index=0, text='{"to": "alice@example.com", "subject": "plans"')  # QA shot 57
+        await tab.wait_for(lambda c: c.review["cards"][0]["edit_error"], what="the check failed")
+        assert tab.review["chips"][0] == ["edit: check failed", "open"] and tab.review["decided_count"] == 0
         await tab.call("ReviewState.save_edit", index=0, text=edited)
         await tab.wait_for(lambda c: c.review["cards"][0]["choice"] == "edit" and not c.review["cards"][0]["editing"],
                            what="the edit checked")

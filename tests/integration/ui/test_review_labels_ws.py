@@ -71,3 +71,23 @@ async def test_after_a_partial_submit_the_counter_and_submit_label_follow_the_se
                                what="the run ends")
         await mo.wait_for(lambda c: c.chat.get("status") == "idle" and not c.review.get("cards"), timeout=30,
                           what="Mo sees the run end")
+
+
+async def test_a_card_only_the_asker_may_decide_says_it_waits_for_them_by_name(server):
+    """QA shot 31: Rita saw Max's question "Waiting for a reviewer" and "1 waiting for a reviewer"."""
+    tid, max_key, rita_key = (str(uuid.uuid4()) for _ in range(3))
+    await server.asign_in(max_key, role="member", name="Max")
+    await server.asign_in(rita_key, role="reviewer", name="Rita")
+    async with WsClient(server.url, browser_id=max_key) as mx, WsClient(server.url, browser_id=rita_key) as rita:
+        await mx.load_thread(tid)
+        await mx.send("email bob@example.com about names: hi and ask me which colour")
+        assert [c["tool_name"] for c in await mx.wait_review(2)] == ["send_email", "ask_user"]
+        await rita.load_thread(tid)
+        cards = await rita.wait_review(2)
+        assert [(c["standing"], c["others"]) for c in cards] == [("open", "a reviewer"), ("waiting", "Max")]
+        assert rita.review["summary"] == "0 of 2 decided · 1 waiting for Max"
+        assert rita.review["composer_line"] == "Decide your 1 card above, then submit; 1 more waits for Max."
+        await rita.call("ReviewState.choose", index=0, kind="approve")
+        await rita.call("ReviewState.submit")
+        await rita.wait_for(lambda c: c.review["cards"][0]["standing"] == "complete", what="Rita's approval in")
+        assert rita.review["nothing_left"] == "Waiting for Max: nothing is left for you to decide here."

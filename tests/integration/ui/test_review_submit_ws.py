@@ -31,7 +31,8 @@ pytestmark = pytest.mark.app
 DESK = f"{SESSION}.hitl_app___ui___desk_state____desk_state"
 TEAM = (ROOT / "examples" / "policies" / "team.toml").read_text(encoding="utf-8")
 POLICY = TEAM.replace('description = "Send an email to {to}: {subject}"\n',
-                      'description = "Send an email to {to}: {subject}"\nundo_seconds = 120\n')
+                      'description = "Send an email to {to}: {subject}"\nundo_seconds = 120\n').replace(
+    'description = "Pay {amount} to {to}"\n', 'description = "Pay {amount} to {to}"\nundo_seconds = 120\n')
 ASK = "email ee@example.com about ee: hi and delete notes/new2.txt"
 
 
@@ -166,3 +167,82 @@ async def test_a_second_identical_submit_is_a_no_op_and_no_waiting_note_outlives
         await mo.settle()
         assert mo.review["review_error"] == "" and mo.review["review_note"] == ""
     assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["approve", "approve"]
+
+
+async def test_the_slower_reviewer_is_told_who_decided_first_and_that_nothing_was_sent(server):
+    """QA: the slower of two reviewers lost her choices silently (the log said "belongs to someone else")."""
+    tid, mo_key, rex_key, rita_key = (str(uuid.uuid4()) for _ in range(4))
+    await server.asign_in(rex_key, role="reviewer", name="Rex")
+    await server.asign_in(rita_key, role="reviewer", name="Rita")
+    first = "Rex decided this review first; your choices were not sent."
+    async with WsClient(server.url, browser_id=mo_key) as mo, WsClient(server.url, browser_id=rita_key) as rita:
+        await mo.load_thread(tid)
+        await mo.send(ASK)
+        await mo.wait_review(2)
+        await mo.call("ReviewState.choose", index=0, kind="approve")
+        await mo.call("ReviewState.submit")
+        await mo.wait_for(lambda c: c.review["cards"][0]["standing"] == "complete", what="Mo's approval in")
+        await rita.load_thread(tid)
+        await rita.wait_review(2)
+        await rita.call("ReviewState.choose", index=1, kind="approve")  # Rita is slower: not submitted yet
+        async with WsClient(server.url, browser_id=rex_key) as rex:
+            await rex.load_thread(tid)
+            await rex.wait_review(2)
+            await rex.call("ReviewState.choose", index=1, kind="approve")
+            await rex.call("ReviewState.submit")
+            await rex.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window in Rex's tab")
+            await rex.settle()
+            assert rex.review["review_error"] == "", "the submitter is not told he was overtaken"
+        await rita.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window in Rita's tab")
+        await rita.wait_for(lambda c: c.review["review_error"] == first, what="Rita told her choice was not sent")
+        await mo.settle()
+        assert mo.review["review_error"] == "", "Mo had no choice left on the cards"
+        await rita.call("ReviewState.submit")  # sent anyway (a tab that missed the push): the server refuses
+        await rita.wait_for(lambda c: c.review["review_error"] != first, what="the server's refusal")
+        assert rita.review["review_error"] == "Rex already decided this review; your choices were not sent."
+        assert desk(rita)["undo_ms"] > 0 and desk(rita)["undo_by"] == "Rex"
+    assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["approve", "approve"]
+
+
+def row_of(c: WsClient, tid: str) -> dict:
+    return next((r for r in (c.state.get("ThreadListState") or {}).get("threads", []) if r["thread_id"] == tid), {})
+
+
+async def test_the_sidebar_row_says_undo_window_while_the_decided_review_waits_and_review_after_undo(server):
+    """QA shots 20, 23: during the undo window the row kept its "review" badge (the header is
+    ``DeskState.undo_ms > 0``: "decided · undo window")."""
+    tid, mo_key, rex_key = (str(uuid.uuid4()) for _ in range(3))
+    await server.asign_in(rex_key, role="reviewer", name="Rex")
+    async with WsClient(server.url, browser_id=mo_key) as mo, WsClient(server.url, browser_id=rex_key) as rex:
+        await _member_then_reviewer(server, mo, rex, tid)
+        await mo.wait_for(lambda c: row_of(c, tid).get("undo") is True, what="Mo's row in its undo window, live")
+        assert mo.chat["status"] == "review" and desk(mo)["undo_ms"] > 0
+        await rex.call(f"{DESK}.undo")
+        await mo.wait_for(lambda c: row_of(c, tid).get("undo") is False, what="Mo's row back to review, live")
+        assert row_of(mo, tid)["pending"] is True
+
+
+
+async def test_the_undo_summary_names_every_approver_and_shows_what_an_approval_runs(server):
+    """QA shots 71, 72: a two-approval payment named only the last approver ("submitted by Rita")
+    and showed no arguments."""
+    tid, max_key, rex_key, rita_key = (str(uuid.uuid4()) for _ in range(4))
+    await server.asign_in(max_key, role="member", name="Max")
+    await server.asign_in(rex_key, role="reviewer", name="Rex")
+    await server.asign_in(rita_key, role="reviewer", name="Rita")
+    async with WsClient(server.url, browser_id=max_key) as mx:
+        await mx.load_thread(tid)
+        await mx.send("pay 1500 to Bob")
+        await mx.wait_review(1)
+        for key in (rex_key, rita_key):
+            async with WsClient(server.url, browser_id=key) as tab:
+                await tab.load_thread(tid)
+                await tab.wait_review(1)
+                await tab.call("ReviewState.choose", index=0, kind="approve")
+                await tab.call("ReviewState.submit")
+                await tab.wait_for(lambda c: c.review["cards"][0]["standing"] != "open" or desk(c).get("undo_ms", 0) > 0,
+                                   what="the approval in")
+        await mx.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window in Max's tab")
+        lines = [(x["tool"], x["verb"], x["by"], x["args"]) for x in desk(mx)["undo_lines"]]
+        assert lines == [("transfer_funds", "approved", "Rex and Rita", "amount: 1500, to: Bob")]
+        assert desk(mx)["undo_by"] == "Rita"

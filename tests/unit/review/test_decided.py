@@ -35,7 +35,7 @@ def test_each_card_says_its_tool_and_decision_with_the_edit_args_the_reason_and_
         ("write_file", "rejected", "not now"),
     ]
     assert json.loads(lines[0].args) == edited
-    assert [x.args for x in lines[1:]] == ["", "", ""]
+    assert [x.args for x in lines[1:]] == ["seconds: 0", "", ""], "an approval shows what runs, compact"
     assert [x.index for x in lines] == [0, 1, 2, 3]
 
 
@@ -44,3 +44,18 @@ def test_a_reject_without_reason_and_an_unreadable_or_missing_decision():
     assert [(x.decision, x.verb, x.detail) for x in lines] == [
         ("reject", "rejected", ""), ("", "decided", ""), ("", "decided", ""), ("", "decided", ""),
     ]
+
+
+def test_each_line_names_who_decided_its_card_and_an_approval_shows_its_arguments_compact():
+    lines = decided_lines(review(), [{"type": "approve"}] * 4, {0: "Rex and Rita", 1: "Max"})
+    assert [x.by for x in lines] == ["Rex and Rita", "Max", "", ""]
+    assert lines[0].args == "to: bob@example.com, subject: plans, body: hi"
+    assert lines[3].args == "path: notes/a.txt, content: hi"
+
+
+def test_an_edit_quotes_both_sides_of_a_change_alike_and_a_cut_value_keeps_its_closing_quote():
+    """QA shot 63: ``body: please find the figures below -> "Dear board, … they lo…``."""
+    body = "Dear board, the numbers for the quarter are in and they look good overall; "
+    edit = {"type": "edit", "edited_action": {"name": "send_email", "args": {**EMAIL, "body": body}}}
+    line = decided_lines(review(), [edit])[0]
+    assert line.detail == 'body: "hi" -> "Dear board, the numbers for the quarter are in and they l…"'

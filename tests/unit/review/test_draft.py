@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from hitl_app.review import draft
 from hitl_app.review.types import ApproveDecision, EditDecision, RejectDecision, RespondDecision, decision_payload
+from hitl_app.review.waiting import overtaken_note
 from hitl_app.ui.rows import CardRow
 
 ALL = ["approve", "edit", "reject", "respond"]
@@ -45,7 +46,7 @@ def test_the_chip_says_an_open_or_unchecked_edit_is_not_decided_as_the_counter_d
     refused = card(1, "edit", editing=True, edit_error="`to` is required")
     checked, answered, blank = card(2, "edit"), card(3, "respond", answer="blue"), card(4, "respond")
     assert draft.choice_chip(editing) == ("editing: not checked", False)
-    assert draft.choice_chip(refused) == ("editing: not checked", False)
+    assert draft.choice_chip(refused) == ("edit: check failed", False)  # QA: it said "not checked"
     assert draft.choice_chip(checked) == ("edit", True)
     assert draft.choice_chip(answered) == ("respond", True)
     assert draft.choice_chip(blank) == ("respond: no answer yet", False)
@@ -242,3 +243,10 @@ def test_a_kept_choice_comes_back_only_on_a_blank_open_card_that_still_offers_it
     assert draft.restorable(card(0), {"choice": "edit", "args": {"to": "b@x.org"}}) == "edit"
     assert draft.restorable(card(0), {"choice": "drop_everything"}) == ""
     assert draft.restorable(card(0), ["approve"]) == ""
+
+
+def test_only_an_unsent_choice_on_an_open_card_is_overtaken():
+    """QA race: Rita's pick on an open card was not sent; Max's submitted answers were."""
+    picked, sent = card(0, "approve"), card(1, "respond", answer="Tuesday", standing=draft.COMPLETE)
+    assert overtaken_note([picked, sent], "Rex") == "Rex decided this review first; your choices were not sent."
+    assert overtaken_note([sent, card(2)], "Rex") == ""
