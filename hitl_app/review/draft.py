@@ -99,6 +99,9 @@ class WaitingCard(DraftCard, Protocol):
     @property
     def others(self) -> str:
         """Who besides the person who asked may decide it, in words ("" when nobody else)."""
+    @property
+    def asks(self) -> bool:
+        """Whether its review config allows approve or edit (False: a question, respond only)."""
 
 
 def standing(*, complete: bool, allowed: Sequence[str], tool_allows: Sequence[str]) -> str:
@@ -243,9 +246,9 @@ def composer_line(cards: Sequence[WaitingCard]) -> str:
 
     ``DECIDE_ALL`` while every open card is theirs; ``"Decide your 1 card above, then submit;
     1 more waits for a reviewer."`` when some wait for others; once nothing is left for them,
-    ``"Your decisions are in; waiting for 1 more approval from a reviewer."`` (their decision is
-    recorded on some card) or ``"Waiting for a reviewer to decide (2 approvals still needed);
-    nothing here is yours to approve."``; ``""`` without cards.
+    ``"Your decisions are in; waiting for 1 more approval from a reviewer."`` (their decision is in on
+    some card; "answer" when only questions wait, "decision" for a mix) or ``"Waiting for a reviewer to
+    decide (2 approvals still needed); nothing here is yours to approve."``; ``""`` without cards.
     """
     if not cards:
         return ""
@@ -259,10 +262,12 @@ def composer_line(cards: Sequence[WaitingCard]) -> str:
         return f"Decide your {_plural(own, 'card')} above, then submit; {len(waiting)} more {wait} for {who}."
     if not waiting:
         return "Every card is decided; the agent goes on."
-    left = sum(max(1, c.remaining) for c in waiting)
+    left, asks = sum(max(1, c.remaining) for c in waiting), {c.asks for c in waiting}
+    unit = "approval" if asks == {True} else "answer" if asks == {False} else "decision"
     if any(c.yours for c in cards):
-        return f"Your decisions are in; waiting for {left} more approval{'' if left == 1 else 's'} from {who}."
-    return f"Waiting for {who} to decide ({_plural(left, 'approval')} still needed); nothing here is yours to approve."
+        return f"Your decisions are in; waiting for {_plural(left, 'more ' + unit)} from {who}."
+    verb = "approve" if unit == "approval" else "decide"
+    return f"Waiting for {who} to decide ({_plural(left, unit)} still needed); nothing here is yours to {verb}."
 
 
 def offers_approve_rest(cards: Sequence[DraftCard]) -> bool:

@@ -54,7 +54,8 @@ class CardRow:
     (then it may be left for them); ``standing`` the server's word on the card for this person
     (``open``, ``waiting`` for someone else, ``complete``: ``review.draft``); ``remaining``,
     ``yours`` and ``others`` the server's approvals still needed, whether this person's decision
-    is in, and who else may decide (for the composer line, ``draft.composer_line``). ``risk``/``risk_note``:
+    is in, and who else may decide, ``asks`` whether the review config allows approve or edit (False:
+    a question; for the composer line, ``draft.composer_line``). ``risk``/``risk_note``:
     the policy's level and line.
 
     The editor (``hitl_app.ui.card_edit``): ``mode`` ``form`` or ``json`` over one draft;
@@ -86,6 +87,7 @@ class CardRow:
     remaining: int = 0
     yours: bool = False
     others: str = ""
+    asks: bool = True
     risk: str = ""
     risk_note: str = ""
     mode: str = "form"
@@ -255,6 +257,7 @@ def card_rows(
             args=[ArgRow(key=k, value=json.dumps(v, ensure_ascii=False), type_name=json_type(v)) for k, v in action.args.items()],
             args_json=pretty(action.args),
             allowed=list(config.allowed_decisions),
+            asks=bool({"approve", "edit"} & set(config.allowed_decisions)),
             risk=getattr(risk, "level", "") or "",
             risk_note=getattr(risk, "note", "") or "",
             schema=schema,

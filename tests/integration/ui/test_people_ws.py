@@ -44,6 +44,10 @@ self_approval = false
 [[tools.transfer_funds.rules]]
 when = "amount > 1000"
 approvals = 2
+
+[tools.ask_user]
+allowed_decisions = ["respond"]
+description = "Question for you: {question}"
 """
 
 
@@ -126,6 +130,24 @@ async def test_the_composer_line_says_what_is_left_for_this_person(server):
                 what="one approval left",
             )
         assert mo.chat["status"] == "review"
+
+
+async def test_a_reviewer_beside_the_owners_question_reads_that_an_answer_waits(server):
+    # QA: after a reviewer's approval, "waiting for 1 more approval from <owner>" where a question waits
+    tid = str(uuid.uuid4())
+    rita = await server.asign_in("rita3-" + tid, role="reviewer", name="Rita")
+    async with WsClient(server.url) as mo:
+        await mo.load_thread(tid)
+        await mo.send("pay 500 to Bob and ask me which day")
+        await mo.wait_review(2)
+        async with WsClient(server.url, session=rita.token) as tab:
+            await tab.load_thread(tid)
+            await tab.wait_review(2)
+            await tab.call("ReviewState.choose", index=0, kind="approve")
+            await tab.call("ReviewState.submit")
+            await tab.wait_for(lambda c: composer(c).startswith("Your decisions are in"), what="Rita's decision in")
+            line = composer(tab)
+            assert line.startswith("Your decisions are in; waiting for 1 more answer from "), line
 
 
 ADMIN = "reflex___state____state.hitl_app___ui___state___session____session_state.hitl_app___ui___admin_state____admin_state"

@@ -220,6 +220,20 @@ def test_the_composer_line_says_whom_it_waits_for_when_nothing_is_yours():
     assert draft.composer_line([shared(0, "complete")]) == "Every card is decided; the agent goes on."
 
 
+def test_the_composer_line_says_answer_when_what_waits_is_a_question():
+    # QA: "waiting for 1 more approval from Max" where Max's question waits
+    def question(index: int) -> CardRow:
+        return card(index, allowed=[], asks=False, standing="waiting", others="Max")
+
+    mine_in = [shared(0, "complete", yours=True), question(1)]
+    assert draft.composer_line(mine_in) == "Your decisions are in; waiting for 1 more answer from Max."
+    mixed = [shared(0, "complete", yours=True), question(1), shared(2, "waiting", remaining=1)]
+    assert draft.composer_line(mixed) == "Your decisions are in; waiting for 2 more decisions from Max or a reviewer."
+    assert draft.composer_line([question(0)]) == (
+        "Waiting for Max to decide (1 answer still needed); nothing here is yours to decide."
+    )
+
+
 def test_what_is_kept_of_each_choice_until_submit():
     assert draft.kept_choice(card(0, "approve"), {}) == {"choice": "approve"}
     assert draft.kept_choice(card(0, "reject", reason="not him"), {}) == {"choice": "reject", "reason": "not him"}
