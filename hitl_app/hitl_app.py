@@ -31,6 +31,7 @@ from hitl_app.ui.components.shortcuts import REVIEW_KEYS_JS_SRC
 from hitl_app.ui.debug_hooks import probe_routes
 from hitl_app.ui.desk_pages_state import GrantsState, MetricsState
 from hitl_app.ui.desk_state import COUNTDOWN_JS_SRC
+from hitl_app.ui.disk_state import pace_disk_purge
 from hitl_app.ui.editor_test_page import register_test_pages
 from hitl_app.ui.inbox_state import INBOX_JS_SRC, InboxState
 from hitl_app.ui.pages import index, thread_page
@@ -54,6 +55,7 @@ async def lifespan():
     except StartupError as exc:
         print(f"hitl_app cannot start: {exc}", file=sys.stderr, flush=True)
         os._exit(3)
+    pace_disk_purge(app.state_manager)  # the embedded default's state folder is scanned once a minute
     try:
         yield
     finally:

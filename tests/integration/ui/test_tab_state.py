@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -137,3 +139,30 @@ async def test_failed_resume_keeps_the_review_pending_and_says_why_on_it(server:
         assert again.chat["status"] == "review"
         assert "failed" in again.review.get("review_error", "")
         assert again.chat.get("run_error", "") == "" and again.chat.get("can_continue") is False
+
+
+async def test_the_disk_state_folder_is_not_scanned_for_expired_files_on_every_write(server: AppServer):
+    """Reflex's disk state manager (the embedded default) lists and stats every state file after
+    each pass of its write queue (2 s debounce); the app paces that scan to once a minute
+    (``hitl_app.ui.disk_state``). A file made to look two hours old (expired: Reflex keeps a
+    tab's state for an hour) stays while the tab's changes are written beside it."""
+    assert server.app_root is not None
+    states = server.app_root / ".states"
+    async with WsClient(server.url) as c:
+        await c.load_thread(str(uuid.uuid4()))
+        await c.set_reviewer("first")
+        await c.wait_for(lambda c: c.session.get("reviewer") == "first", what="first change answered")
+        await asyncio.sleep(3)  # the write queue's first passes (and the startup scan) are behind us
+        expired = states / ("0" * 32 + ".pkl")
+        expired.write_bytes(b"not a state")
+        old = time.time() - 7200
+        os.utime(expired, (old, old))
+        written_after = time.time()
+        for i in range(4):  # a change every 1.5 s: the queue writes (and, unpaced, scans) after each
+            await c.set_reviewer(f"r{i}")
+            await c.wait_for(lambda c, i=i: c.session.get("reviewer") == f"r{i}", what=f"change {i} answered")
+            await asyncio.sleep(1.5)
+        await asyncio.sleep(2.5)
+    fresh = [p for p in states.glob("*.pkl") if p != expired and p.stat().st_mtime >= written_after]
+    assert fresh, "the tab's changes were not written to the states folder (the write queue did not run)"
+    assert expired.exists(), "the states folder was scanned again within a minute of the last scan"
