@@ -218,7 +218,9 @@ export function JsonEditor({ value, schema, onChange, onSettle, debounceMs = 300
     settleTimer.current = setTimeout(settled, settleMs);
   }, [flush, settled, debounceMs, settleMs]);
 
-  return h("div", { ...rest, "data-problems": String(problems.length) },
+  // data-synced: "true" once the server's copy (value) is the text shown here (typed text goes
+  // 300 ms after a pause, or on blur); a test clicks "Check edit" once the diff has followed.
+  return h("div", { ...rest, "data-problems": String(problems.length), "data-synced": String(value === text) },
     h(CodeMirror, {
       value: text, extensions, onChange: changed, readOnly, indentWithTab: false, minHeight: "8rem", maxHeight: "24rem",
       basicSetup: { foldGutter: false, autocompletion: false, highlightActiveLine: false },

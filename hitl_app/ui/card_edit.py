@@ -71,7 +71,9 @@ def show(card: CardRow, draft: dict[str, Any], proposed: dict[str, Any], *, bump
     fields = fields_for(card)
     result = args_from_form(fields, draft)
     card.form = form_rows(fields, draft, result.errors) if fields else []
-    card.diff = diff_lines(diff_args(proposed, result.args))
+    # the diff is of what "Check edit" would send (``finish_problem``): the JSON editor's arguments
+    # as typed, the form's as read (an empty required string there is "required", not a value)
+    card.diff = diff_lines(diff_args(proposed, draft if card.mode == "json" else result.args))
     card.draft_json = pretty(draft) if text is None else text
     if bump:
         card.revision += 1

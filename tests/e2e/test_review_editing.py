@@ -67,6 +67,28 @@ def test_json_editor_flags_schema_errors_at_the_line_shows_the_diff_and_the_thre
     expect(messages(page, "assistant").last).to_contain_text("A reviewer edited the call before it ran")
 
 
+def test_check_edit_stays_where_it_is_while_the_diff_follows_the_typing(page: Page, app_server: AppServer):
+    """The diff grows above "Check edit" as the typed text reaches the server; the chat stays
+    pinned to its end, so the button keeps its place on screen (below it, it would be pushed up by
+    the diff: a click landing where the button had been is lost, and the card stays "editing: not
+    checked", as once seen in CI under load)."""
+    open_new_thread(page, app_server)
+    send(page, "email alice@example.com about the report: it is ready")
+    first = card(page, 0)
+    first.get_by_test_id("decision-edit").click()
+    edit_json(first, '{"to": "alice@example.com", "subject": "the report", "body": "it is ready"}')
+    expect(first.get_by_test_id("edit-diff")).to_contain_text("No changes yet.")
+    check = first.get_by_test_id("edit-check")
+    before = check.bounding_box()
+    edit_json(first, '{"to": "bob@example.com", "subject": "another subject", "body": "another body"}')
+    expect(first.get_by_test_id("edit-diff-row")).to_have_count(3)  # the server has the new text
+    after = check.bounding_box()
+    assert before is not None and after is not None
+    assert abs(after["y"] - before["y"]) < 1, f"Check edit moved from y={before['y']} to y={after['y']}"
+    check.click()
+    expect(first.get_by_test_id("edit-check")).to_have_count(0)  # checked on the server, editor closed
+
+
 def test_a_whole_batch_decided_by_keyboard_alone(page: Page, app_server: AppServer):
     open_new_thread(page, app_server)
     send(page, "email alice@example.com about plans: soon and delete notes/old.txt and ask me which colour?")

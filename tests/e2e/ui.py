@@ -168,10 +168,12 @@ def own_sandbox(page: Page, server: AppServer) -> Path:
     return owner_space(files_root=data / "files", demo_db_path=data / "demo_records.sqlite", owner=owner).files_dir
 
 
-def edit_json(scope: Locator, text: str) -> None:
+def edit_json(scope: Locator, text: str, *, synced: bool = True) -> None:
     """In the open card editor inside ``scope``: switch to the JSON editor (when the card offers a
-    form) and replace its text as one paste would. The text is sent when the editor is left
-    (e.g. by clicking "Check edit").
+    form) and replace its text as one paste would. The editor sends it 300 ms after typing pauses
+    (or when it is left); with ``synced`` (the default) this waits until the server holds it (the
+    editor's ``data-synced``), as a person sees the diff follow before clicking "Check edit": a
+    click while the diff re-renders could otherwise land on a button that moves for one frame.
 
     Waits for the editor to be open first: "Edit" opens it after a round trip to the server, and
     the Form/JSON switch is only there once it is (looking for the switch sooner finds none and
@@ -185,6 +187,8 @@ def edit_json(scope: Locator, text: str) -> None:
     content.click()
     content.page.keyboard.press("Control+A")
     content.page.keyboard.insert_text(text)
+    if synced:
+        expect(scope.get_by_test_id("edit-json")).to_have_attribute("data-synced", "true")
 
 
 def form_field(scope: Locator, path: str) -> Locator:

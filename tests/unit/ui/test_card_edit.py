@@ -90,3 +90,21 @@ def test_plain_unwraps_proxies_into_dicts_and_lists():
 
     value = card_edit.plain(Proxy({"a": Proxy([Proxy({"b": 1})]), 2: (3,)}))
     assert value == {"a": [{"b": 1}], "2": [3]} and type(value["a"][0]) is dict
+
+
+class Mail(BaseModel):
+    to: str
+    subject: str
+    body: str
+
+
+def test_the_json_editors_diff_is_of_what_check_edit_sends_an_empty_string_kept():
+    """Seen in Chromium: a proposal with ``"body": ""`` edited in the JSON editor (only ``to``
+    changed) showed "body removed", though the text keeps ``"body": ""`` and Check edit sends it."""
+    proposed = {"to": "hal@example.com", "subject": "two", "body": ""}
+    card = CardRow(index=0, tool_name="send_email", description="", allowed=["edit"], editing=True,
+                   schema=Mail.model_json_schema(), has_form=True, mode="json")
+    text = '{"to": "ivy@example.com", "subject": "two", "body": ""}'
+    draft = card_edit.set_json(card, dict(proposed), proposed, text)
+    assert [(d.path, d.kind) for d in card.diff] == [("to", "changed")]
+    assert card_edit.finish_problem(card, draft) == ({"to": "ivy@example.com", "subject": "two", "body": ""}, "")
