@@ -334,7 +334,8 @@ def args_from_form(fields: list[FormField], draft: dict[str, Any]) -> FormResult
 
     Returns:
         ``FormResult``: numbers parsed, ``"true"``/``"false"`` read as booleans, enum options
-        matched by their text, empty optional fields (``None``/``""``) dropped, arguments the
+        matched by their text, empty optional fields (``None``/``""``) dropped, an empty required
+        string kept as ``""`` (a value the schema accepts; only a missing one is "required"), arguments the
         schema does not know kept as they are (the server refuses them on submit); ``errors``
         holds "required", "must be a number", "must be a whole number", "must be true or
         false", "must be one of ...", "must be a list", "must be an object" per path.
@@ -353,6 +354,9 @@ def _coerce_object(
         known.add(f.name)
         path = f"{prefix}.{f.name}" if prefix else f.name
         value = obj.get(f.name)
+        if value == "" and f.kind == "string" and f.required and not f.nullable:
+            out[f.name] = ""  # empty text is a value of a required string (the schema takes it, as JSON mode sends it)
+            continue
         if value is None or value == "":
             if f.name in obj and value is None and f.nullable and f.required:
                 out[f.name] = None

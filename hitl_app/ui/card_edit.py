@@ -31,7 +31,7 @@ from hitl_app.review.types import MAX_EDIT_JSON_CHARS
 from hitl_app.review.validate import ReviewError, parse_args_json
 from hitl_app.ui.rows import CardRow
 
-FIX_FIELDS = "Fix the fields marked below first."
+FIX_FIELDS = "Fix the fields marked above first."
 """The card's edit error when "Check edit" finds form problems (each is shown at its field)."""
 
 

@@ -63,7 +63,7 @@ def test_edit_through_the_form_enum_number_nested_and_list(page: Page, shipping_
     weight.blur()
     expect(form.locator("[data-field=weight_kg] [data-testid=edit-form-error]")).to_have_text("must be a number")
     card(page, 0).get_by_test_id("edit-check").click()
-    expect(card(page, 0).get_by_test_id("edit-error")).to_have_text("Fix the fields marked below first.")
+    expect(card(page, 0).get_by_test_id("edit-error")).to_have_text("Fix the fields marked above first.")
     weight.fill("3.75")
     form_field(form, "recipient.name").fill("Bob")
     form_field(form, "lines.0.qty").fill("2")

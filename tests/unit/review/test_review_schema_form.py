@@ -113,10 +113,19 @@ def test_per_field_errors_name_the_path():
     }
     result = args_from_form(FIELDS, draft)
     assert result.errors == {
-        "customer": "required", "priority": "must be one of low, high", "total": "must be a number",
+        "priority": "must be one of low, high", "total": "must be a number",
         "address.city": "required", "lines.0.qty": "must be a whole number",
     }
     assert result.args["extra"] == 1  # kept: the server refuses unknown arguments on submit
+    assert result.args["customer"] == ""  # empty text is a value of a required string (QA: an email with no body)
+
+
+def test_an_empty_required_string_is_sent_as_it_is_so_only_to_changes_on_an_email_without_a_body(tools):
+    fields = fields_from_schema(tools["send_email"].tool_call_schema.model_json_schema())
+    result = args_from_form(fields, {"to": "carol@example.com", "subject": "hi", "body": ""})
+    assert result.errors == {}
+    assert result.args == {"to": "carol@example.com", "subject": "hi", "body": ""}
+    assert args_from_form(fields, {"to": "carol@example.com", "subject": "hi"}).errors == {"body": "required"}
 
 
 def test_editing_the_draft_by_path():

@@ -50,10 +50,10 @@ def test_form_edits_show_the_diff_and_bad_numbers_stop_check_edit():
     draft = card_edit.set_field(card, draft, PROPOSED, "lines.0.qty", "3")
     draft = card_edit.change_items(card, draft, PROPOSED, "lines", add=True)
     assert [(d.path, d.kind) for d in card.diff] == [("speed", "changed"), ("lines.0.qty", "changed"), ("lines.1", "added")]
-    assert card_edit.finish_problem(card, draft) == (None, card_edit.FIX_FIELDS)  # the new line needs a sku
     draft = card_edit.set_field(card, draft, PROPOSED, "lines.1.sku", "B")
     draft = card_edit.set_field(card, draft, PROPOSED, "weight", "heavy")
     assert {r.path: r.error for r in card.form}["weight"] == "must be a number"
+    assert card_edit.finish_problem(card, draft) == (None, card_edit.FIX_FIELDS)
     draft = card_edit.set_field(card, draft, PROPOSED, "weight", "4")
     args, problem = card_edit.finish_problem(card, draft)
     assert problem == ""
