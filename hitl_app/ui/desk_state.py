@@ -181,5 +181,6 @@ class DeskState(SessionState):
             self.undo_error, undone = "", True
         await chat._apply_view(await service.load(chat.tid, viewer=person))
         if undone:  # nothing goes on by itself now: say so (not "once every card is decided")
-            (await self.get_state(ReviewState)).review_note = UNDONE_NOTE
+            review = await self.get_state(ReviewState)
+            review.review_note, review.review_error = UNDONE_NOTE, ""  # an earlier refusal is over
         return [ChatState.watch, inbox_reread()]

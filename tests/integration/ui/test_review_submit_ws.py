@@ -169,6 +169,32 @@ async def test_a_second_identical_submit_is_a_no_op_and_no_waiting_note_outlives
     assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["approve", "approve"]
 
 
+async def test_a_double_click_into_ones_own_undo_window_says_nothing_and_undo_leaves_no_stale_error(server):
+    """QA: the second click of a double-clicked Submit landed in the undo window the first opened and
+    showed "You already decided this review; nothing more was sent."; after Undo it came back in red
+    beside "Undone: ... press Submit"."""
+    tid, mo_key = str(uuid.uuid4()), str(uuid.uuid4())
+    async with WsClient(server.url, browser_id=mo_key) as mo:
+        await mo.load_thread(tid)
+        await mo.send("email ff@example.com about ff: hi")
+        await mo.wait_review(1)
+        await mo.call("ReviewState.choose", index=0, kind="approve")
+        await mo.call("ReviewState.submit")
+        await mo.call("ReviewState.submit")  # the double-click, run after the first: the window is open
+        await mo.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window in Mo's tab")
+        await mo.settle()
+        assert mo.review["review_error"] == ""
+        await mo.call(f"{DESK}.undo")
+        await mo.wait_for(lambda c: c.review.get("review_note") == UNDONE_NOTE, what="Mo's undo")
+        await mo.settle()
+        assert mo.review["review_error"] == "" and desk(mo).get("undo_ms", 0) == 0
+        await mo.call("ReviewState.choose", index=0, kind="approve")
+        await mo.call("ReviewState.submit")
+        await mo.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window again")
+        await mo.settle()
+        assert mo.review["review_error"] == ""
+
+
 async def test_the_slower_reviewer_is_told_who_decided_first_and_that_nothing_was_sent(server):
     """QA: the slower of two reviewers lost her choices silently (the log said "belongs to someone else")."""
     tid, mo_key, rex_key, rita_key = (str(uuid.uuid4()) for _ in range(4))
