@@ -15,3 +15,8 @@ MONO = "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace"
 WRAP = {"overflowWrap": "anywhere", "minWidth": "0"}
 """Style of text that holds a person's name or email: an unbroken 100-character name wraps, never
 pushes its row off-screen."""
+
+
+ARGS_CODE_STYLE = {"margin": "0", "maxWidth": "100%", "overflowWrap": "anywhere", "wordBreak": "break-word"}
+"""A code block of tool arguments (JSON): long unbroken values (an address, a path) wrap inside the
+card instead of running past its edge on a phone."""

@@ -8,6 +8,7 @@ numbers is driven in ``test_review_form.py`` (it needs a tool with such a schema
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 from datetime import UTC, datetime, timedelta
@@ -247,6 +248,32 @@ def test_screenshots_of_risk_badge_previews_and_keyboard_focus(browser: Browser,
             shoot_at(page, card(page, i), f"desk-{size}-{name}")
         card(page, 0).scroll_into_view_if_needed()
         page.screenshot(path=str(SHOTS / f"desk-{size}-review.png"))
+    finally:
+        problems = list(getattr(page, "problems", []))
+        context.close()
+    assert not problems, problems
+
+
+def test_a_checked_edit_with_a_long_address_fits_a_phone(browser: Browser, app_server: AppServer):
+    """QA (390 px): "Will run with" ran past the card's right edge, the address cut at "...@su"."""
+    context = browser.new_context(viewport=VIEWPORTS["phone"])
+    page = watched_page(context)
+    try:
+        open_new_thread(page, app_server)
+        send(page, "email alice@example.com about a")
+        first = card(page, 0)
+        first.get_by_test_id("decision-edit").click()
+        long_to = "carol.with.a.very.long.address@subdomain.example.com"
+        edit_json(first, json.dumps({"to": long_to, "subject": "a", "body": ""}))
+        first.get_by_test_id("edit-check").click()
+        summary = first.get_by_test_id("edited-summary")
+        expect(summary).to_contain_text(long_to)
+        code, box = summary.locator("pre").first.bounding_box(), first.bounding_box()
+        assert code is not None and box is not None
+        assert code["x"] + code["width"] <= box["x"] + box["width"], (code, box)
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        shoot_at(page, first, "desk-phone-checked-edit-long-address")
     finally:
         problems = list(getattr(page, "problems", []))
         context.close()

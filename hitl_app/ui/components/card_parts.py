@@ -86,7 +86,7 @@ def risk_badge(card: CardRow) -> rx.Component:
 
 
 def _preview_code(card: CardRow) -> rx.Component:
-    style = {"maxHeight": "16rem", "overflow": "auto", "margin": "0", "fontSize": "12px"}
+    style = {**theme.ARGS_CODE_STYLE, "maxHeight": "16rem", "overflow": "auto", "fontSize": "12px"}
     return rx.cond(
         card.preview_body != "",
         rx.cond(
@@ -219,8 +219,10 @@ def edited_summary(card: CardRow) -> rx.Component:
     """A checked edit, editor closed: the arguments that will run and the diff."""
     return rx.vstack(
         rx.text("Will run with:", size="1", color=theme.MUTED),
-        rx.code_block(card.args_json, language="json", wrap_long_lines=True, custom_style={"margin": "0"}),
+        rx.code_block(card.args_json, language="json", wrap_long_lines=True, custom_style=theme.ARGS_CODE_STYLE),
         edit_diff(card.diff),
         width="100%",
+        min_width="0",
         spacing="1",
+        data_testid="edited-summary",
     )

@@ -14,6 +14,11 @@ LINK_REL = "noopener noreferrer nofollow"
 no ranking credit."""
 
 
+
+def _args_code(text: rx.Var) -> rx.Component:
+    """Tool arguments as a JSON code block that wraps long values inside the bubble."""
+    return rx.code_block(text, language="json", wrap_long_lines=True, custom_style=theme.ARGS_CODE_STYLE)
+
 def _md_link(*children: rx.Component, **props) -> rx.Component:
     """A markdown link: opens in a new tab with ``LINK_REL``."""
     return rx.link(*children, rel=LINK_REL, target="_blank", underline="always", **props)
@@ -83,10 +88,10 @@ def tool_row(msg: MessageRow) -> rx.Component:
                 msg.proposed_json != "",
                 rx.grid(
                     rx.box(rx.text("Proposed by the model", size="1", color=theme.MUTED),
-                           rx.code_block(msg.proposed_json, language="json", wrap_long_lines=True),
+                           _args_code(msg.proposed_json),
                            data_testid="tool-proposed-args", min_width="0"),
                     rx.box(rx.text("Ran with (edited by the reviewer)", size="1", color=theme.MUTED),
-                           rx.code_block(msg.args_json, language="json", wrap_long_lines=True),
+                           _args_code(msg.args_json),
                            data_testid="tool-ran-args", min_width="0"),
                     columns=rx.breakpoints(initial="1", sm="2"),
                     spacing="2",
@@ -96,7 +101,7 @@ def tool_row(msg: MessageRow) -> rx.Component:
                     msg.args_json != "",
                     rx.box(
                         rx.text("Arguments", size="1", color=theme.MUTED),
-                        rx.code_block(msg.args_json, language="json", wrap_long_lines=True), width="100%",
+                        _args_code(msg.args_json), width="100%",
                     ),
                 ),
             ),
