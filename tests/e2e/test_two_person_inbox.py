@@ -108,6 +108,8 @@ def test_two_reviewers_approve_from_the_inbox_and_the_member_sees_the_run_finish
         expect(page.get_by_test_id("audit-line").last).to_contain_text("approved by Rex and Ria")
     expect(member.get_by_test_id("composer-input")).to_be_enabled()
     expect(member.get_by_test_id("approval-card")).to_have_count(0)
+    # QA: the reviewer's hint about "the cards above" outlived the cards
+    expect(ria.get_by_test_id("read-only-notice")).to_contain_text("Nothing here waits for you now.")
     assert member.evaluate("window.__not_reloaded === true")  # all of it without a reload
     expect(ria.get_by_test_id("inbox-count")).to_have_count(0)
 

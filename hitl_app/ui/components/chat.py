@@ -96,8 +96,12 @@ def composer() -> rx.Component:
         rx.text(
             "Someone else's thread: you can't message the agent here. ",
             rx.cond(  # what is left for this reviewer: their cards, or whom the review waits for now
-                (ChatState.status == "review") & (ReviewState.composer_line != ""),
-                composer_status(ReviewState.composer_line), "You can decide the cards above that are yours to decide.",
+                ChatState.status == "review",
+                rx.cond(
+                    ReviewState.composer_line != "",
+                    composer_status(ReviewState.composer_line), "You can decide the cards above that are yours to decide.",
+                ),
+                "Nothing here waits for you now.",  # the review is decided (QA: the old hint outlived the cards)
             ),
             size="2", color=theme.MUTED, data_testid="read-only-notice",
         ),
