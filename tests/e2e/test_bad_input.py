@@ -5,6 +5,7 @@ the websocket stays alive and the thread stays usable."""
 from __future__ import annotations
 
 import json
+import re
 
 from playwright.sync_api import Page, expect
 
@@ -47,6 +48,9 @@ def test_edit_errors_are_clear_and_fast_typing_keeps_every_character(page: Page,
     big = json.dumps({"to": "frank@example.com", "subject": "x", "body": "y" * 1_200_000})
     _check(page, big, synced=False)  # over the limit: the server keeps its copy and says why
     expect(error).to_contain_text("too large")
+    # said once (QA: twice), and the diff says it is of the last text the server could read
+    expect(cards(page).first.get_by_text(re.compile("too large"))).to_have_count(1)
+    expect(page.get_by_test_id("edit-diff")).to_contain_text("(of the last text that could be read)")
 
     _check(page, '{"to": "a@')
     expect(error).to_contain_text("Not valid JSON")

@@ -198,8 +198,11 @@ def editor_panel(card: CardRow) -> rx.Component:
                 spacing="2",
             ),
         ),
-        rx.cond(card.mode == "json", rx.cond(card.json_note != "", rx.text(card.json_note, size="1", color=theme.ERROR_COLOR))),
-        edit_diff(card.diff),
+        rx.cond(  # the server's note on the text, unless a failed check just said the same below
+            (card.mode == "json") & (card.json_note != "") & (card.json_note != card.edit_error),
+            rx.text(card.json_note, size="1", color=theme.ERROR_COLOR),
+        ),
+        edit_diff(card.diff, stale=(card.mode == "json") & (card.json_note != "")),
         rx.cond(
             card.edit_error != "",
             rx.text(card.edit_error, color=theme.ERROR_COLOR, size="2", data_testid="edit-error", role="alert"),

@@ -237,12 +237,17 @@ def _diff_row(line: DiffLine) -> rx.Component:
     )
 
 
-def edit_diff(lines: rx.Var[list[DiffLine]]) -> rx.Component:
+def edit_diff(lines: rx.Var[list[DiffLine]], stale: rx.Var[bool] | bool = False) -> rx.Component:
     """The edited arguments against the proposed ones, one row per changed, added or removed field
     (``data-testid="edit-diff"``): the field, the kind, the proposed value struck through and the
-    edited one (rows wrap on narrow screens); "No changes yet" when they are equal."""
+    edited one (rows wrap on narrow screens); "No changes yet" when they are equal. ``stale``: the
+    text on screen cannot be read (bad JSON, too large), so the rows are of the last text that could."""
     return rx.box(
-        rx.text("Changes against the proposal", size="1", weight="bold", color=theme.MUTED),
+        rx.text(
+            "Changes against the proposal",
+            rx.cond(stale, rx.el.span(" (of the last text that could be read)", style={"fontWeight": "normal"})),
+            size="1", weight="bold", color=theme.MUTED,
+        ),
         rx.cond(
             lines.length() > 0,
             rx.box(rx.foreach(lines, _diff_row), width="100%"),
