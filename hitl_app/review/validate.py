@@ -48,6 +48,13 @@ def already_decided_text(who: str) -> str:
     return f"{who or 'Someone'} already decided this review; your choices were not sent."
 
 
+def refusal_banner(exc: ReviewError) -> str:
+    """What the review panel says of a refused submission: ``exc.message``, except nothing for
+    one's own earlier submission (a double-clicked Submit whose second click landed in the undo
+    window the first opened: the panel already shows that submission, nothing went wrong)."""
+    return "" if exc.code == "already_decided" and exc.message == already_decided_text("You") else exc.message
+
+
 class ReviewError(ValueError):
     """A submission was refused. Nothing was resumed; the review stays answerable.
 

@@ -18,7 +18,7 @@ from reflex.event import EventSpec
 from hitl_app.auth import Principal
 from hitl_app.review import MAX_MESSAGE_CHARS, ReviewError, draft
 from hitl_app.review.types import PendingReview, decision_payload
-from hitl_app.review.validate import already_decided_text, args_json_schema
+from hitl_app.review.validate import args_json_schema, refusal_banner
 from hitl_app.review.waiting import overtaken_note
 from hitl_app.runtime import get_runtime, get_service
 from hitl_app.threads.previews import effect_previews
@@ -390,9 +390,7 @@ class ReviewState(CardEditMixin, CardChoiceMixin, SessionState):
         if exc.code in ("stale", "already_decided"):
             self._show(None)
             await self._reload(chat, person)
-            # one's own earlier submission (a double-click into the undo window it opened): the
-            # panel already shows that submission; nothing went wrong, so no banner
-            self.review_error = "" if exc.message == already_decided_text("You") else exc.message
+            self.review_error = refusal_banner(exc)
             return ChatState.watch
         if exc.card_index is not None and 0 <= exc.card_index < len(self.cards):
             self._set(exc.card_index, error=exc.message)  # shown on its card, not twice
