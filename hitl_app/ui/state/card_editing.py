@@ -75,13 +75,15 @@ class CardEditMixin(rx.State, mixin=True):
         self._store(card, draft)
 
     @rx.event
-    def set_edit_mode(self, index: int, mode: str) -> None:
-        """Switch a card's editor between the form (``form``) and the JSON editor (``json``)."""
+    async def set_edit_mode(self, index: int, mode: str) -> None:
+        """Switch a card's editor between the form (``form``) and the JSON editor (``json``); the
+        mode is kept with the open draft (a reload reopens the editor in it)."""
         if (found := self._editing(index)) is not None:
             card, draft, proposed = found
             card_edit.set_mode(card, mode)
             card_edit.show(card, draft, proposed, bump=False, text=card.draft_json if card.json_note else None)
             self._store(card, draft)
+            await self._keep(index)  # type: ignore[attr-defined]
 
     @rx.event
     async def set_field(self, index: int, path: str, value: Any) -> None:

@@ -105,6 +105,24 @@ async def test_undo_puts_the_approval_back_with_its_grant_scope(server):
     assert rows(server, "SELECT tool, scope FROM grants WHERE interrupt_id = ?", interrupt_id) == [("slow_task", "person")]
 
 
+async def test_the_editors_mode_comes_back_in_a_new_tab_before_anything_is_typed(server):
+    """QA: an editor switched to JSON, nothing typed, came back in the form after a reload."""
+    tid, mo = str(uuid.uuid4()), str(uuid.uuid4())
+    async with WsClient(server.url, browser_id=mo) as tab:
+        await tab.load_thread(tid)
+        await tab.send("email bob@example.com about modes: hi")
+        await tab.wait_review(1)
+        await tab.call("ReviewState.choose", index=0, kind="edit")
+        await tab.wait_for(lambda c: first(c).get("editing") is True and first(c).get("mode") == "form", what="the form")
+        await tab.call("ReviewState.set_edit_mode", index=0, mode="json")
+        await tab.wait_for(lambda c: first(c).get("mode") == "json", what="the JSON editor")
+        await tab.settle()
+    async with WsClient(server.url, browser_id=mo) as tab:  # a new tab
+        await tab.load_thread(tid)
+        await tab.wait_for(lambda c: first(c).get("editing") is True, what="the editor open again")
+        assert first(tab)["mode"] == "json"
+
+
 async def test_an_open_edit_comes_back_open_with_its_text_also_after_an_undo(server):
     tid, mo = str(uuid.uuid4()), str(uuid.uuid4())
     typed = '{"to": "alice@example.com",\n "subject": "plans", "body": "draft one"}'
