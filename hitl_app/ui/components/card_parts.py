@@ -189,7 +189,8 @@ def editor_panel(card: CardRow) -> rx.Component:
                     color_scheme="amber", size="1", width="100%")),
                 schema_form(
                     card.form,
-                    lambda path, value: ReviewState.set_field(index, path, value),
+                    # the inputs' revision goes along: a send from inputs since replaced is late
+                    lambda path, value: ReviewState.set_field(index, path, value, card.revision),
                     lambda path: ReviewState.add_item(index, path),
                     lambda path: ReviewState.remove_item(index, path),
                     revision=card.revision,

@@ -86,11 +86,16 @@ class CardEditMixin(rx.State, mixin=True):
             await self._keep(index)  # type: ignore[attr-defined]
 
     @rx.event
-    async def set_field(self, index: int, path: str, value: Any) -> None:
-        """A form input's new value (text on blur; a select's option or a checkbox on change); the
-        open draft is kept until Submit (``_keep``)."""
+    async def set_field(self, index: int, path: str, value: Any, revision: Any = None) -> None:
+        """A form input's new value (text on blur and once typing pauses; a select's option or a
+        checkbox on change); the open draft is kept until Submit (``_keep``). ``revision``: the
+        form's ``CardRow.revision`` the input was drawn with; a send from inputs since replaced (a
+        typing pause's send that fires after the field was left and the draft changed elsewhere,
+        e.g. in the JSON editor) changes nothing."""
         if (found := self._editing(index)) is not None:
             card, draft, proposed = found
+            if revision is not None and revision != card.revision:
+                return
             self._store(card, card_edit.set_field(card, draft, proposed, path, value))
             await self._keep(index)  # type: ignore[attr-defined]
 

@@ -123,6 +123,33 @@ async def test_the_editors_mode_comes_back_in_a_new_tab_before_anything_is_typed
         assert first(tab)["mode"] == "json"
 
 
+async def test_a_late_send_from_a_replaced_form_input_changes_nothing(server):
+    """CI (e2e, under load): a form field's typing-pause send (800 ms) fired after the field was left,
+    the editor switched to JSON and the text changed there, and put the old value back."""
+    tid, mo = str(uuid.uuid4()), str(uuid.uuid4())
+    async with WsClient(server.url, browser_id=mo) as tab:
+        await tab.load_thread(tid)
+        await tab.send("email bob@example.com about late: hi")
+        await tab.wait_review(1)
+        await tab.call("ReviewState.choose", index=0, kind="edit")
+        await tab.wait_for(lambda c: first(c).get("editing") is True, what="the form")
+        drawn = first(tab)["revision"]
+        await tab.call("ReviewState.set_field", index=0, path="to", value="carol@example.com", revision=drawn)  # on blur
+        await tab.wait_for(lambda c: "carol@example.com" in first(c).get("draft_json", ""), what="Carol in")
+        await tab.call("ReviewState.set_edit_mode", index=0, mode="json")
+        dan = '{"to": "dan@example.com", "subject": "late", "body": "hi"}'
+        await tab.call("ReviewState.set_json", index=0, text=dan)
+        await tab.wait_for(lambda c: first(c).get("draft_json") == dan, what="Dan typed")
+        await tab.call("ReviewState.set_edit_mode", index=0, mode="form")
+        await tab.call("ReviewState.set_field", index=0, path="to", value="carol@example.com", revision=drawn)  # the late one
+        await tab.settle()
+        assert "dan@example.com" in first(tab)["draft_json"] and "carol" not in first(tab)["draft_json"]
+        now = first(tab)["revision"]
+        assert now != drawn
+        await tab.call("ReviewState.set_field", index=0, path="to", value="eve@example.com", revision=now)  # the new inputs
+        await tab.wait_for(lambda c: "eve@example.com" in first(c).get("draft_json", ""), what="a current send applies")
+
+
 async def test_an_open_edit_comes_back_open_with_its_text_also_after_an_undo(server):
     tid, mo = str(uuid.uuid4()), str(uuid.uuid4())
     typed = '{"to": "alice@example.com",\n "subject": "plans", "body": "draft one"}'
