@@ -1,4 +1,6 @@
 # hitl_app: `make run` serves the app on its embedded defaults; `make test` runs every test.
+# While developing: `make check` (lint + unit tests, < 1 min) before each commit, `make test-fast` (no browser,
+# no PostgreSQL, < 3 min), `make test-one T=tests/path.py::name`. README "Developing" says when.
 # Nothing here downloads anything but packages from PyPI, npm and Debian.
 
 SHELL := /bin/bash
@@ -19,7 +21,7 @@ export REFLEX_USE_SYSTEM_BUN := true
 export NPM_CONFIG_REGISTRY ?= $(shell npm config get registry 2>/dev/null || echo https://registry.npmjs.org/)
 export PYTHONUNBUFFERED := 1
 
-.PHONY: run test lint setup setup-test bench bench-smoke bench-scale clean
+.PHONY: run check test test-fast test-one lint setup setup-dev setup-browser setup-test bench bench-smoke bench-scale clean
 
 # The stamps hold a copy of the requirements they installed: a file whose time changed but whose
 # content did not (Reflex touches requirements.txt on start) does not reinstall anything.
@@ -44,7 +46,12 @@ setup: $(VENV)/.installed $(TOOLS)/node_modules/.bin/bun
 	if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi
 
-setup-test: setup $(VENV)/.installed-test /usr/bin/chromium
+# The test tools without a browser (ruff, mypy, pytest): all `make check` and `make test-fast` need.
+setup-dev: $(VENV)/.installed-test
+
+setup-browser: /usr/bin/chromium
+
+setup-test: setup setup-dev setup-browser
 
 # Prod mode serves with gunicorn + uvicorn (installed from requirements.txt, so Reflex picks them over
 # granian): uvicorn's websockets negotiate permessage-deflate, which cuts streaming traffic ~14x
@@ -54,19 +61,49 @@ export GUNICORN_CMD_ARGS ?= --graceful-timeout 5
 run: setup
 	$(VENV)/bin/reflex run --env prod --backend-host $(HOST) --frontend-port $(PORT) --backend-port $(PORT)
 
-# Lint first (seconds), then two pytest processes: sync Playwright (tests/e2e) keeps an event loop running
-# in the main thread for the rest of its session, which pytest-asyncio's tests cannot share. The non-browser
-# tests run on PYTEST_WORKERS xdist workers (a test file stays on one worker; 0 = no xdist).
+# pytest everywhere: no cache folder; a hang fails after `timeout` (pytest.ini), not after CI's 90 minutes.
+PYTEST := $(PY) -m pytest -q -p no:cacheprovider
+# The non-browser pass runs on PYTEST_WORKERS xdist workers (0 = no xdist). `loadgroup`: the tests of one
+# server configuration (an `xdist_group`) share a worker and that server; the others spread test by test.
 PYTEST_WORKERS ?= 3
-XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
 
-lint: setup-test
+lint: setup-dev
 	$(VENV)/bin/ruff check hitl_app tests bench
 	$(VENV)/bin/mypy hitl_app
 
-test: lint
-	$(PY) -m pytest -q -p no:cacheprovider $(XDIST) --ignore=tests/e2e $(PYTEST_ARGS)
-	$(PY) -m pytest -q -p no:cacheprovider tests/e2e $(PYTEST_ARGS)
+# Before each commit: lint, incremental mypy (.mypy_cache) and the unit tests. No browser, no server.
+check: lint
+	$(PYTEST) -x tests/unit
+
+# Everything but the browser, PostgreSQL and the packaging venv: unit, integration on SQLite, and the
+# websocket tests against real (backend-only) app servers.
+test-fast: setup setup-dev
+	$(PYTEST) -n 2 --dist loadgroup -m "not e2e and not postgres and not packaging" --durations=10 $(PYTEST_ARGS)
+
+# One test, a module or a folder: make test-one T=tests/integration/ui/test_tab_state.py::test_name
+test-one: setup setup-dev
+	@[ -n "$(T)" ] || { echo 'usage: make test-one T=tests/path/test_x.py[::test_name]'; exit 2; }
+	$(PYTEST) $(T) $(PYTEST_ARGS)
+
+# The browser pass on E2E_WORKERS xdist workers, a test module per worker (`loadfile`: a module's servers
+# and browser stay in one process).
+E2E_WORKERS ?= 2
+E2E_XDIST = $(if $(filter 0 1,$(E2E_WORKERS)),,-n $(E2E_WORKERS) --dist loadfile)
+
+# Every test, in two pytest passes: sync Playwright (the browser tests) keeps an event loop running in the
+# main thread for the rest of its session, which pytest-asyncio's tests cannot share. Both passes share one
+# folder of front-end builds (tests/helpers/app_server.py: the pages are built once for the whole run).
+# Each pass prints its 25 slowest tests; the browser pass runs also when the first failed (one CI run tells both).
+test: lint setup setup-browser
+	@shared=$$(mktemp -d -t hitl-shared-builds-XXXXXX); trap 'rm -rf "$$shared"' EXIT; \
+	export HITL_TEST_SHARED_BUILDS="$$shared"; \
+	echo '$(PYTEST) $(XDIST) -m "not e2e" --durations=25 $(PYTEST_ARGS)'; \
+	$(PYTEST) $(XDIST) -m "not e2e" --durations=25 $(PYTEST_ARGS); first=$$?; \
+	echo '$(PYTEST) $(E2E_XDIST) -m e2e --durations=25 $(PYTEST_ARGS)'; \
+	$(PYTEST) $(E2E_XDIST) -m e2e --durations=25 $(PYTEST_ARGS); second=$$?; \
+	echo "make test: non-browser pass exit $$first, browser pass exit $$second"; \
+	[ $$first -eq 0 ] && [ $$second -eq 0 ]
 
 bench: setup-test
 	$(PY) -m bench $(BENCH_ARGS)

@@ -4,14 +4,13 @@ import os
 
 import reflex as rx
 
+from hitl_app.review.types import MAX_EVENT_BYTES
 from hitl_app.settings import allowed_origins
 
-# A 1 MB paste must reach the server and be refused with a clear message instead of closing the
-# websocket (engine.io's default limit is 1,000,000 bytes, and a longer message drops the connection).
-# The limit must hold MAX_PASTE_CHARS (hitl_app/review/types.py) at the widest UTF-8 encoding. Large
-# events cost memory only: the browser error reports that reach the log are cut to 2 KB
-# (hitl_app/logsafe.py).
-os.environ.setdefault("REFLEX_SOCKET_MAX_HTTP_BUFFER_SIZE", str(8 * 1024 * 1024))
+# The largest legitimate event (one text box at its browser cap) must reach the server and be refused
+# with a clear message instead of closing the websocket; nothing larger is read (engine.io drops the
+# connection). The size and why: MAX_EVENT_BYTES in hitl_app/review/types.py.
+os.environ.setdefault("REFLEX_SOCKET_MAX_HTTP_BUFFER_SIZE", str(MAX_EVENT_BYTES))
 
 config = rx.Config(
     app_name="hitl_app",

@@ -162,7 +162,7 @@ const theme = EditorView.baseTheme({
 
 const leaveOnEscape = Prec.highest(keymap.of([{ key: "Escape", run: (view) => { view.contentDOM.blur(); return true; } }]));
 
-export function JsonEditor({ value, schema, onChange, onSettle, debounceMs = 300, settleMs = 800, ariaLabel = "Arguments (JSON)", readOnly = false, ...rest }) {
+export function JsonEditor({ value, schema, onChange, onSettle, debounceMs = 300, settleMs = 800, ariaLabel = "Arguments (JSON)", readOnly = false, maxLength = 0, ...rest }) {
   const [text, setText] = useState(value ?? "");
   const [problems, setProblems] = useState([]);
   const focused = useRef(false);
@@ -180,7 +180,9 @@ export function JsonEditor({ value, schema, onChange, onSettle, debounceMs = 300
     if (pending.current !== null) {
       const t = pending.current;
       pending.current = null;
-      if (send.current) send.current(t);
+      // at most maxLength characters go to the server (the socket's message limit; the server
+      // then says the text is too large, as it does for any text over its own, lower limit)
+      if (send.current) send.current(maxLength > 0 && t.length > maxLength ? t.slice(0, maxLength) : t);
     }
   }, []);
   // After flush: the settled text went first, then the editor says typing has settled.

@@ -3,7 +3,8 @@
 Starts the app in prod mode (tests/helpers/app_server.py ``AppServer``) three times with the
 demo model at the paces the sections need: 100 words/s (sections 2, 3, 6), 0 = unpaced (4) and
 20 words/s (5); each server gets its own data folder and the model trace hook
-(bench/_inject/sitecustomize.py). Section 1 (the floor) runs in this process.
+(bench/_inject/sitecustomize.py). Section 1 (the floor) runs in this process. Section 7 (bench/deployed.py)
+starts ``langgraph dev`` with the example deployment and the app in front of it (``HITL_AGENT_URL``).
 
 ``python -m bench scale [--smoke] [--sessions N,...] ...``: the scale section (bench/scale.py, docs/scale.md).
 """
@@ -34,16 +35,19 @@ INJECT = Path(__file__).resolve().parent / "_inject"
 def _config(smoke: bool, repeats: int | None) -> dict[str, Any]:
     if smoke:
         return {"wps": 100, "n_main": 100, "n_ws": [50, 100], "repeats": repeats or 1, "review_repeats": 1, "burst_n": 300,
-                "conc_sessions": [1, 3], "conc_words": 20, "conc_wps": 20, "long_messages": 100}
+                "conc_sessions": [1, 3], "conc_words": 20, "conc_wps": 20, "long_messages": 100, "smoke": True}
     return {"wps": 100, "n_main": 2000, "n_ws": [200, 2000], "repeats": repeats or 3, "review_repeats": 5, "burst_n": 2000,
             "conc_sessions": [1, 10, 50], "conc_words": 200, "conc_wps": 20, "long_messages": 1000}
 
 
-def _server(data_dir: Path, wps: float, trace_dir: Path):
+def _server(data_dir: Path, wps: float, trace_dir: Path, desk_off: bool = False):
     sys.path.insert(0, str(ROOT))
     from tests.helpers.app_server import AppServer
 
     env = {
+        # section 3's "desk off" server: grants, rights, drafts, kept choices and previews answer at once
+        # (bench/_inject/desk_off.py), the floor the desk's card is held to
+        **({"HITL_BENCH_DESK_OFF": "1"} if desk_off else {}),
         "HITL_DEMO_WPS": str(wps),
         "HITL_BENCH_TRACE_DIR": str(trace_dir),
         # The run limits (HITL_MAX_RUNS 32 per worker, HITL_RUNS_PER_OWNER, messages per minute) refuse
@@ -80,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="small N, 1 repeat, few sessions (CI; < 3 minutes)")
     parser.add_argument("--repeats", type=int, default=None, help="repeated runs per measurement (default 3)")
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/<time>[-smoke].json)")
-    parser.add_argument("--sections", default="1,2,3,4,5,6", help="which sections to run, e.g. 1,2")
+    parser.add_argument("--sections", default="1,2,3,4,5,6,7", help="which sections to run, e.g. 1,2")
     parser.add_argument("--label", default="", help="a label stored in the JSON (e.g. before/after)")
     args = parser.parse_args(argv)
     cfg = _config(args.smoke, args.repeats)
@@ -123,8 +127,13 @@ def main(argv: list[str] | None = None) -> int:
                         if 3 in want:
                             def sec3():
                                 runs = [bb.stream_reply(cfg["n_main"]) for _ in range(cfg["repeats"])]
-                                reviews = [bb.review_flow() for _ in range(cfg["review_repeats"])]
+                                reviews, off = _review_flows(bb, tmp / "desk-off", cfg)
                                 out = _browser_summary(runs, reviews, bb.errors)
+                                out["desk_off"] = {
+                                    k: summary([r[k] for r in off if r[k] is not None])
+                                    for k in ("interrupt_to_card_ms", "submit_to_first_resumed_token_ms")
+                                }
+                                out["desk_off"]["reviews"] = off
                                 out["floor_page"] = bb.floor_page(cfg["n_main"], cfg["wps"])
                                 return out
                             _guard(results, "browser", sec3)
@@ -173,6 +182,10 @@ def main(argv: list[str] | None = None) -> int:
                 _guard(results, "concurrency", sec5)
             finally:
                 server.stop()
+        if 7 in want:
+            from bench.deployed import run_deployed
+
+            _guard(results, "deployed", lambda: run_deployed(cfg, tmp / "deployed", _browser_summary))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     results["total_s"] = round(time.monotonic() - started, 1)
@@ -185,6 +198,29 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nJSON: {out}")
     missing = [s for s in SECTIONS if s in results and "error" in results[s]]
     return 1 if missing else 0
+
+
+def _review_flows(bb: Any, data: Path, cfg: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Section 3's review flows on ``bb``'s server and, alternating with them (A,B then B,A), on a
+    second server of the same code with the desk switched off (``desk_off``): both lists of
+    ``BrowserBench.review_flow`` results. The desk-off server is stopped at the end."""
+    from bench import browser
+
+    server = _server(data, cfg["wps"], data / "trace", desk_off=True)
+    off_bb = browser.BrowserBench(server.url, data / "trace", share=bb)
+    try:
+        off_bb.review_flow()  # warm-up: its server's first review
+        reviews: list[dict[str, Any]] = []
+        off: list[dict[str, Any]] = []
+        for i in range(cfg["review_repeats"]):
+            pair = ((bb, reviews), (off_bb, off)) if i % 2 == 0 else ((off_bb, off), (bb, reviews))
+            for bench, into in pair:
+                into.append(bench.review_flow())
+        bb.errors += off_bb.errors
+        return reviews, off
+    finally:
+        off_bb.close()
+        server.stop()
 
 
 CPU_KEYS = ("main_thread_cpu_ms_per_token", "renderer_cpu_ms_per_token", "observer_ms_per_token")

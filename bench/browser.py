@@ -174,22 +174,30 @@ def _page_cpu(before: dict[int, tuple[float, float]], after: dict[int, tuple[flo
 class BrowserBench:
     """One Chromium and helpers to run the measured flows against ``base_url``."""
 
-    def __init__(self, base_url: str, trace_dir: Path):
+    def __init__(self, base_url: str, trace_dir: Path, share: BrowserBench | None = None):
+        """``share``: another bench whose Playwright and Chromium this one uses (sync Playwright runs once
+        per thread: a second ``sync_playwright().start()`` beside an open one raises "using Playwright Sync
+        API inside the asyncio loop"); ``close`` then leaves them to their owner."""
         from playwright.sync_api import sync_playwright
 
         from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS
 
         self.base_url = base_url
         self.trace_dir = trace_dir
-        self._pw = sync_playwright().start()
-        self.browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        self._browser_cdp = self.browser.new_browser_cdp_session()
+        self._owns = share is None
+        if share is None:
+            self._pw = sync_playwright().start()
+            self.browser = self._pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            self._browser_cdp = self.browser.new_browser_cdp_session()
+        else:
+            self._pw, self.browser, self._browser_cdp = share._pw, share.browser, share._browser_cdp
         self.errors: list[str] = []
 
     def close(self) -> None:
-        """Close the browser and Playwright."""
-        self.browser.close()
-        self._pw.stop()
+        """Close the browser and Playwright (unless they are shared from another bench)."""
+        if self._owns:
+            self.browser.close()
+            self._pw.stop()
 
     def _context(self):
         """A new browser context (1280x900) signed in as its own member account."""
@@ -305,7 +313,7 @@ class BrowserBench:
         }
 
     def review_flow(self) -> dict[str, Any]:
-        """Send an email request: interrupt -> card, then Approve all -> first resumed token (ms)."""
+        """Send an email request: interrupt -> card, then Approve all (picks) and Submit -> first resumed token (ms)."""
         context, page, cdp, tid = self._page()
         try:
             self._send(page, "email alice@example.com about the report: it is ready")
@@ -313,7 +321,8 @@ class BrowserBench:
             b1 = page.evaluate("() => ({cardAt: window.__bench.cardAt, clicks: window.__bench.clicks})")
             page.wait_for_timeout(200)
             page.evaluate("() => window.__bench.reset()")
-            page.get_by_test_id("approve-all").click()
+            page.get_by_test_id("approve-all").click()  # picks Approve (issue 23: it no longer submits)
+            page.locator("[data-testid=submit-decisions]:not([disabled])").click()
             page.wait_for_function("() => window.__bench.words.length >= 1 || window.__bench.finalAt !== null", timeout=30_000)
             page.wait_for_function("() => window.__bench.finalAt !== null", timeout=60_000)
             b2 = page.evaluate(
@@ -328,16 +337,15 @@ class BrowserBench:
             "thread_id": tid,
             "interrupt_to_card_ms": (b1["cardAt"] - tool_call_at) if tool_call_at else None,
             "send_to_card_ms": b1["cardAt"] - b1["clicks"]["send-button"],
-            "submit_to_first_resumed_token_ms": first_resumed - b2["clicks"]["approve-all"],
+            "submit_to_first_resumed_token_ms": first_resumed - b2["clicks"]["submit-decisions"],
         }
 
     def open_long_thread(self, thread_id: str, n_messages: int) -> dict[str, Any]:
-        """Navigate to a seeded thread; time (ms from navigation start) until the card and the first page of
-        messages (``MESSAGE_PAGE``, the latest ones: the page shows no more before "Show earlier") are in the DOM."""
-        from hitl_app.ui.rows import MESSAGE_PAGE
-
+        """Navigate to a seeded thread; time (ms from navigation start) until the card and the latest messages
+        are in the DOM (since issue 23 the list is virtualized: it holds the rows near the screen, so "a
+        message is in" is the mark, not a count; ``n_messages`` is only recorded)."""
         context = self._context()
-        context.add_init_script(INIT_JS + f"\nwindow.__bench.msgTarget = {min(n_messages, MESSAGE_PAGE)};")
+        context.add_init_script(INIT_JS + "\nwindow.__bench.msgTarget = 1;")
         page = context.new_page()
         page.set_default_timeout(120_000)
         try:

@@ -77,12 +77,12 @@ async def main():
     import hitl_app.runtime as rt
     from hitl_app.agent.policy import load_policy_toml, rights_by_tool
     from hitl_app.store.db import make_engines
-    from hitl_app.threads.inbox import ReviewInbox
-    from hitl_app.threads.review_signal import LocalReviewSignal
-    import hitl_app.ui.inbox_state as ui
+    from hitl_app.reviewers.inbox import ReviewInbox
+    from hitl_app.bus.review_signal import LocalReviewSignal
+    import hitl_app.ui.state.inbox as ui
     from hitl_app.ui.state.session import session_principal
     from pathlib import Path
-    rights = rights_by_tool(load_policy_toml(Path(ui.__file__).resolve().parents[2] / "examples/policies/team.toml"))
+    rights = rights_by_tool(load_policy_toml(Path(ui.__file__).resolve().parents[3] / "examples/policies/team.toml"))
     engines = make_engines(url)
     rt._runtime = SimpleNamespace(engines=engines, inbox=ReviewInbox(engines, rights, LocalReviewSignal()))
     checked = getattr(ui, "checked_read", None)

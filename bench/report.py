@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SECTIONS = ("floor", "ws", "browser", "burst", "concurrency", "long_thread")
+SECTIONS = ("floor", "ws", "browser", "burst", "concurrency", "long_thread", "deployed")
 
 
 def _g(d: Any, *path: str) -> Any:
@@ -140,6 +140,16 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
             "3 browser", "interrupt (model tool call) -> card ms", _g(br, "interrupt_to_card_ms", "median"), p,
             "p95 <= 25 (anchor 31)", None if p is None else p <= 25
         )
+        off = br.get("desk_off") or {}
+        if _g(off, "interrupt_to_card_ms", "median") is not None:
+            add("3 browser", "desk off (no grants, rights, kept choices, previews): interrupt -> card ms",
+                _g(off, "interrupt_to_card_ms", "median"), _g(off, "interrupt_to_card_ms", "p95"))
+            ratio = _ratio(p, _g(off, "interrupt_to_card_ms", "p95"))
+            add("3 browser", "card with the desk / desk off (median | p95)",
+                _ratio(_g(br, "interrupt_to_card_ms", "median"), _g(off, "interrupt_to_card_ms", "median")), ratio,
+                "p95 <= 1.2", None if ratio is None else ratio <= 1.2)
+            add("3 browser", "desk off: submit -> first resumed token ms", _g(off, "submit_to_first_resumed_token_ms", "median"),
+                _g(off, "submit_to_first_resumed_token_ms", "p95"))
         add("3 browser", "page errors", len(br.get("page_errors") or []), None, "0", not br.get("page_errors"))
     bu = r.get("burst", {})
     if "error" in bu:
@@ -182,7 +192,51 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
             "6 long thread", "first click round trip ms; longest task ms", _g(lo, "first_click_round_trip_ms", "median"),
             _g(lo, "longest_task_ms", "median")
         )
+    _deployed_rows(r, add)
     return out
+
+
+def _deployed_rows(r: dict[str, Any], add: Any) -> None:
+    """Section 7: the app on a deployed agent, beside section 3 (in process) and a direct SDK client."""
+    de = r.get("deployed", {})
+    if "error" in de:
+        add("7 deployed", "error", de["error"])
+        return
+    if not de:
+        return
+    app, direct, local = de.get("app", {}), de.get("direct", {}), r.get("browser", {})
+    for key, label in (
+        ("lag_ms", "per-token lag ms"), ("send_to_complete_ms", "send->whole reply in page ms"),
+        ("interrupt_to_card_ms", "interrupt (model tool call) -> card ms"),
+        ("submit_to_first_resumed_token_ms", "submit -> first resumed token ms"),
+    ):
+        add("7 deployed", f"app on the deployment: {label}", _g(app, key, "median"), _g(app, key, "p95"),
+            f"in process: {_fmt(_g(local, key, 'median'))} | {_fmt(_g(local, key, 'p95'))}")
+    add("7 deployed", "app on the deployment: page errors", len(app.get("page_errors") or []), None, "0",
+        not app.get("page_errors"))
+    _acu_rows(de.get("agent_chat_ui") or {}, app, add)
+    add("7 deployed", "direct SDK client: per-token lag ms (SSE arrival - emission)", _g(direct, "lag_ms", "median"),
+        _g(direct, "lag_ms", "p95"), "any client's floor")
+    add("7 deployed", "direct SDK client: tool-call chunk -> interrupt arrival ms",
+        _g(direct, "interrupt_to_client_ms", "median"), _g(direct, "interrupt_to_client_ms", "p95"))
+    add("7 deployed", "direct SDK client: resume request -> first token ms", _g(direct, "resume_to_first_token_ms", "median"),
+        _g(direct, "resume_to_first_token_ms", "p95"))
+
+
+def _acu_rows(acu: dict[str, Any], app: dict[str, Any], add: Any) -> None:
+    """Section 7's agent-chat-ui rows (``bench/agent_chat_ui.py``), beside the app's on the same deployment."""
+    if "skipped" in acu or not acu:
+        add("7 deployed", "agent-chat-ui on the deployment", None, None, acu.get("skipped", "not run"))
+        return
+    for key, app_key, label in (
+        ("lag_ms", "lag_ms", "per-token lag ms"), ("send_to_complete_ms", "send_to_complete_ms", "send->whole reply in page ms"),
+        ("interrupt_to_ui_ms", "interrupt_to_card_ms", "interrupt (model tool call) -> its interrupt view ms"),
+        ("submit_to_first_resumed_token_ms", "submit_to_first_resumed_token_ms", "Approve -> first resumed token ms"),
+    ):
+        add("7 deployed", f"agent-chat-ui on the deployment: {label}", _g(acu, key, "median"), _g(acu, key, "p95"),
+            f"this app: {_fmt(_g(app, app_key, 'median'))} | {_fmt(_g(app, app_key, 'p95'))}")
+    add("7 deployed", "agent-chat-ui on the deployment: page errors", len(acu.get("page_errors") or []), None, "0",
+        not acu.get("page_errors"))
 
 
 def render_table(r: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ expiration, an hour by default), then measures:
   websocket client minus the model's emission time from the server's trace), p50 / p95 in ms.
 
 One JSON line per run. Before the fix, Reflex's disk state manager listed and stat'ed every state
-file after each pass of its write queue (``hitl_app/ui/disk_state.py``).
+file after each pass of its write queue (``hitl_app/ui/state/disk.py``).
 """
 
 from __future__ import annotations

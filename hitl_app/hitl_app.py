@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import sys
 from pathlib import Path
@@ -14,32 +13,42 @@ import reflex as rx
 from reflex import constants
 from reflex.utils import prerequisites
 
+from hitl_app.api.mail_links import mail_link_app
+from hitl_app.api.routes import api_body_cap, decision_api
 from hitl_app.auth.http import auth_app
 from hitl_app.errors import StartupError
 from hitl_app.http_headers import SecurityHeaders
-from hitl_app.logsafe import log_frontend_report, quiet_noisy_loggers
-from hitl_app.runtime import get_runtime, open_runtime
-from hitl_app.ui.admin_state import AdminState
-from hitl_app.ui.audit_state import AuditState
-from hitl_app.ui.auth_pages import invite_page, sign_in_page
-from hitl_app.ui.auth_state import AuthState
-from hitl_app.ui.components.admin import admin_page
-from hitl_app.ui.components.audit import audit_page
-from hitl_app.ui.components.desk_pages import grants_page, metrics_page
-from hitl_app.ui.components.inbox import inbox_page
+from hitl_app.logsafe import configure_logging, log_frontend_report
+from hitl_app.runtime import get_inbox, get_runtime, get_service, open_runtime
 from hitl_app.ui.components.shortcuts import REVIEW_KEYS_JS_SRC
-from hitl_app.ui.debug_hooks import probe_routes
-from hitl_app.ui.desk_pages_state import GrantsState, MetricsState
-from hitl_app.ui.desk_state import COUNTDOWN_JS_SRC
-from hitl_app.ui.disk_state import pace_disk_purge
-from hitl_app.ui.editor_test_page import register_test_pages
-from hitl_app.ui.inbox_state import INBOX_JS_SRC, InboxState
-from hitl_app.ui.pages import index, thread_page
-from hitl_app.ui.state import ChatState, IndexState
-from hitl_app.ui.state.live import LIVE_JS_SRC, STICK_TO_BOTTOM_JS_SRC
+from hitl_app.ui.pages.account import account_page
+from hitl_app.ui.pages.admin import admin_page
+from hitl_app.ui.pages.audit import audit_page
+from hitl_app.ui.pages.auth import invite_page, sign_in_page
+from hitl_app.ui.pages.inbox import inbox_page
+from hitl_app.ui.pages.review_desk import grants_page, metrics_page
+from hitl_app.ui.pages.thread import index, thread_page
+from hitl_app.ui.pages.webhooks import webhooks_page
+from hitl_app.ui.state.account import AccountState
+from hitl_app.ui.state.admin import AdminState
+from hitl_app.ui.state.audit import AuditState
+from hitl_app.ui.state.auth import AuthState
+from hitl_app.ui.state.chat import ChatState
+from hitl_app.ui.state.desk import COUNTDOWN_JS_SRC
+from hitl_app.ui.state.desk_pages import GrantsState, MetricsState
+from hitl_app.ui.state.disk import pace_disk_purge
+from hitl_app.ui.state.inbox import INBOX_JS_SRC, InboxState, tabs_signed_out
+from hitl_app.ui.state.live import LIVE_JS_SRC, STICK_TO_BOTTOM_JS_SRC, use_tab_check
+from hitl_app.ui.state.socket_gate import install_socket_gate
+from hitl_app.ui.state.thread_list import IndexState
+from hitl_app.ui.state.webhooks import WebhooksState
 
-logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-quiet_noisy_loggers()
+TEST_HOOKS = os.environ.get("HITL_TEST_HOOKS") == "1"
+"""The test suite's switch: the editor test page, its state and the probe routes exist only then."""
+if TEST_HOOKS:  # imported only under the switch, so a normal run's state tree has no test-only state
+    from hitl_app.ui.testing import editor_page, probes
+
+configure_logging()
 
 
 @contextlib.asynccontextmanager
@@ -56,6 +65,8 @@ async def lifespan():
         print(f"hitl_app cannot start: {exc}", file=sys.stderr, flush=True)
         os._exit(3)
     pace_disk_purge(app.state_manager)  # the embedded default's state folder is scanned once a minute
+    # no raw session cookie in tab states; a socket without a session uses only the sign-in pages
+    install_socket_gate(app.event_namespace, also_open=editor_page.TEST_STATES if TEST_HOOKS else ())
     try:
         yield
     finally:
@@ -77,7 +88,22 @@ def _static_dir() -> Path:
 def account_routes():
     """The sign-in, sign-out, first-run, invite and single sign-on routes (``hitl_app.auth.http``)
     on the runtime's database."""
-    return auth_app(get_engine=lambda: get_runtime().engines.async_)
+    return auth_app(get_engine=lambda: get_runtime().engines.async_, signed_out=tabs_signed_out)
+
+
+def api_routes():
+    """The decision API under ``/api/v1`` (``hitl_app.api.routes``) on the runtime's database,
+    thread service and inbox."""
+    return decision_api(
+        get_engine=lambda: get_runtime().engines.async_, get_service=get_service, get_inbox=get_inbox,
+        per_minute=lambda: get_runtime().settings.api_requests_per_minute,
+        get_card_facts=lambda: (get_runtime().risks, get_runtime().origins),
+    )
+
+
+def mail_routes():
+    """The reminder mails' one-time decision links, ``/mail/{token}`` (``hitl_app.api.mail_links``)."""
+    return mail_link_app(get_engine=lambda: get_runtime().engines.async_, get_service=get_service)
 
 
 def with_security_headers(asgi_app):
@@ -96,9 +122,24 @@ app = rx.App(
     ],
     frontend_exception_handler=frontend_exception_handler,
     # the test-only probe routes (HITL_TEST_HOOKS=1) sit inside the security headers
-    api_transformer=[t for t in (probe_routes(), account_routes(), with_security_headers) if t is not None],
+    api_transformer=[
+        t for t in (
+            probes.probe_routes() if TEST_HOOKS else None, account_routes(), api_routes(), mail_routes(), api_body_cap,
+            with_security_headers,
+        ) if t is not None
+    ],
 )
 app.register_lifespan_task(lifespan)
+
+
+async def tab_connected(token: str) -> bool:
+    """Whether client ``token``'s websocket is connected to any worker (Reflex's token manager;
+    True while the app has none yet)."""
+    manager = getattr(app.event_namespace, "_token_manager", None)
+    return True if manager is None else bool(await manager.is_token_connected(token))
+
+
+use_tab_check(tab_connected)  # the inbox watchers ask it whether their tab is still there
 app.add_page(index, route="/", on_load=IndexState.open_new_thread, title="hitl_app")
 app.add_page(
     thread_page, route="/thread/[thread_id]", on_load=[ChatState.load_thread, InboxState.refresh], title="hitl_app · chat"
@@ -107,7 +148,10 @@ app.add_page(inbox_page, route="/reviews", on_load=InboxState.refresh, title="hi
 app.add_page(sign_in_page, route="/sign-in", on_load=AuthState.load_sign_in, title="hitl_app · sign in")
 app.add_page(invite_page, route="/invite/[token]", on_load=AuthState.load_invite, title="hitl_app · join")
 app.add_page(admin_page, route="/admin", on_load=AdminState.load, title="hitl_app · accounts")
+app.add_page(webhooks_page, route="/admin/webhooks", on_load=WebhooksState.load, title="hitl_app · webhooks")
+app.add_page(account_page, route="/account", on_load=AccountState.load, title="hitl_app · API tokens")
 app.add_page(audit_page, route="/audit", on_load=[AuditState.load, InboxState.refresh], title="hitl_app · audit")
 app.add_page(grants_page, route="/grants", on_load=[GrantsState.load, InboxState.refresh], title="hitl_app · grants")
 app.add_page(metrics_page, route="/metrics", on_load=[MetricsState.load, InboxState.refresh], title="hitl_app · metrics")
-register_test_pages(app)  # /test/editor, only when HITL_TEST_HOOKS=1
+if TEST_HOOKS:
+    editor_page.register_test_pages(app)  # /test/editor

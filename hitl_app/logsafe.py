@@ -5,7 +5,8 @@
   client cannot forge log lines or fill the disk;
 * ``ReportLimiter`` / ``log_frontend_report``: the handler for error reports sent by browsers;
 * ``quiet_noisy_loggers``: HTTP client loggers at WARNING (their INFO lines print full request
-  URLs, credentials included).
+  URLs, credentials included);
+* ``configure_logging`` / ``OneLineRecords``: the server's log set-up, every record one line.
 
 Pure standard library; no app or Reflex imports.
 """
@@ -136,3 +137,48 @@ def quiet_noisy_loggers() -> None:
         logger = logging.getLogger(name)
         if logger.level < logging.WARNING:
             logger.setLevel(logging.WARNING)
+
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+MAX_LOG_LINE_BYTES = 8192
+"""The most of one record's message that reaches the log (UTF-8 bytes, before the suffix)."""
+
+
+_BREAKS_A_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+"""A character that could start a log line of its own or drive a terminal (what ``one_log_line`` escapes, but the backslash)."""
+
+
+class OneLineRecords(logging.Filter):
+    """A handler filter that writes every record's message that has a line break or control
+    character, or is over ``MAX_LOG_LINE_BYTES``, as ``one_log_line`` (escaped and cut), whoever
+    logged it and whatever text its arguments carry; a message already on one line (text its
+    caller escaped with ``one_log_line`` included) is left as it is, so it is never escaped twice.
+    A traceback (``exc_info``) is left as it is: the formatter appends
+    it after the message, from the server's own frames."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite ``record.msg``/``args`` when the message needs escaping; always keeps the record."""
+        if getattr(record, "one_line", False):  # another handler's filter did it already
+            return True
+        message = record.getMessage()
+        if not _BREAKS_A_LINE.search(message) and len(message.encode("utf-8")) <= MAX_LOG_LINE_BYTES:
+            record.one_line = True  # already one line (text a caller escaped itself stays as it is)
+            return True
+        escaped = one_log_line(message, limit=MAX_LOG_LINE_BYTES)
+        if escaped != message:
+            record.msg, record.args = escaped, ()
+        record.one_line = True
+        return True
+
+
+def configure_logging() -> None:
+    """The server's logging: INFO lines in ``LOG_FORMAT`` on stderr, ``NOISY_LOGGERS`` quieted,
+    and ``OneLineRecords`` on every handler of the root logger (so no text a client or a provider
+    sends can start a log line of its own)."""
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    quiet_noisy_loggers()
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, OneLineRecords) for f in handler.filters):
+            handler.addFilter(OneLineRecords())

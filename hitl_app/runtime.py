@@ -19,19 +19,23 @@ from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy.exc import OperationalError
+from sqlmodel.ext.asyncio.session import AsyncSession
 
+from hitl_app import traces
+from hitl_app.bus.local import LocalRunBus
+from hitl_app.bus.run_bus import RunBus
+from hitl_app.desk.choices import CardChoices
+from hitl_app.desk.sweeper import Sweeper
 from hitl_app.errors import StartupError
 from hitl_app.logsafe import safe_url
+from hitl_app.reviewers.inbox import ReviewInbox, ReviewReminders
+from hitl_app.reviewers.mailer import SmtpConfig
+from hitl_app.runs.limits import RunLimits
 from hitl_app.settings import Settings, get_settings
 from hitl_app.store.db import Engines, create_schema, make_engines
-from hitl_app.threads.bus import RunBus
-from hitl_app.threads.bus_local import LocalRunBus
-from hitl_app.threads.choices import CardChoices
-from hitl_app.threads.inbox import ReviewInbox, ReviewReminders
-from hitl_app.threads.limits import RunLimits
-from hitl_app.threads.mailer import SmtpConfig
 from hitl_app.threads.service import ThreadService
-from hitl_app.threads.sweeper import Sweeper
+from hitl_app.webhooks.deliverer import DeliveryRules, WebhookDeliverer
+from hitl_app.webhooks.destinations import Network, parse_networks
 
 log = logging.getLogger("hitl_app")
 
@@ -39,8 +43,10 @@ log = logging.getLogger("hitl_app")
 @dataclass
 class Runtime:
     """What the lifespan opened: settings, database engines, the thread service and its sweeper
-    (deadlines and undo windows, ``hitl_app.threads.sweeper``); ``risks``: tool name -> ``ToolRisk``
-    from the policy (the cards' risk badges); ``inbox``: the review inbox (``hitl_app.threads.inbox``)."""
+    (deadlines and undo windows, ``hitl_app.desk.sweeper``); ``risks``: tool name -> ``ToolRisk``
+    from the policy (the cards' risk badges); ``inbox``: the review inbox (``hitl_app.reviewers.inbox``);
+    ``origins``: MCP tool name -> ``ToolOrigin`` (the card's server and hint badges); ``mcp``: the
+    MCP servers and their status (``hitl_app.agent.mcp.client.McpServers``, None without ``HITL_MCP``)."""
 
     settings: Settings
     engines: Engines
@@ -48,6 +54,8 @@ class Runtime:
     sweeper: Sweeper | None = None
     risks: dict[str, Any] = field(default_factory=dict)
     inbox: ReviewInbox | None = None
+    origins: dict[str, Any] = field(default_factory=dict)
+    mcp: Any = None
 
 
 _runtime: Runtime | None = None
@@ -74,12 +82,13 @@ def get_inbox() -> ReviewInbox:
 
 
 def get_choices() -> CardChoices:
-    """Each person's kept card choices (``hitl_app.threads.choices``) on this process's app database."""
+    """Each person's kept card choices (``hitl_app.desk.choices``) on this process's app database."""
     return CardChoices(get_runtime().engines)
 
 
-def reminders_for(settings: Settings, service: ThreadService) -> ReviewReminders | None:
-    """The reminder mail sweep when ``HITL_SMTP_HOST`` is set, else None."""
+def reminders_for(settings: Settings, service: ThreadService, risks: dict[str, Any] | None = None) -> ReviewReminders | None:
+    """The reminder mail sweep when ``HITL_SMTP_HOST`` is set, else None (``risks``: tool name ->
+    ``ToolRisk``; a high-risk card's mail carries no decision links)."""
     if not settings.smtp_host:
         return None
     smtp = SmtpConfig(
@@ -87,7 +96,8 @@ def reminders_for(settings: Settings, service: ThreadService) -> ReviewReminders
         password=settings.smtp_password.get_secret_value() if settings.smtp_password else None,
     )
     return ReviewReminders(
-        service.engines, service.rights, smtp, after_s=settings.review_reminder_minutes * 60, public_url=settings.public_url
+        service.engines, service.rights, smtp, after_s=settings.review_reminder_minutes * 60, public_url=settings.public_url,
+        risks=risks, link_hours=settings.mail_link_hours,
     )
 
 
@@ -105,7 +115,7 @@ def run_limits(settings: Settings) -> RunLimits:
 def make_bus(settings: Settings) -> RunBus:
     """``RedisRunBus`` when ``REFLEX_REDIS_URL``/``HITL_REDIS_URL`` is set (several workers), else ``LocalRunBus``."""
     if settings.redis_url:
-        from hitl_app.threads.redis_bus import RedisRunBus
+        from hitl_app.bus.redis_bus import RedisRunBus
 
         return RedisRunBus(settings.redis_url)
     return LocalRunBus()
@@ -137,6 +147,21 @@ def _open_database(settings: Settings) -> Engines:
     return engines
 
 
+def delivery_rules(settings: Settings) -> DeliveryRules:
+    """How webhooks are delivered, from the ``HITL_WEBHOOK_*`` settings."""
+    return DeliveryRules(poll_s=settings.webhook_poll_seconds, timeout_s=settings.webhook_timeout_seconds,
+                         backoff_s=settings.webhook_backoff_seconds, backoff_max_s=settings.webhook_backoff_max_seconds,
+                         max_attempts=settings.webhook_max_attempts, allowed=_allowed_networks(settings))
+
+
+def _allowed_networks(settings: Settings) -> tuple[Network, ...]:
+    """``HITL_WEBHOOK_ALLOW_NETWORKS`` read; raises ``StartupError`` naming a bad entry."""
+    try:
+        return parse_networks(settings.webhook_allow_networks)
+    except ValueError as exc:
+        raise StartupError(str(exc)) from exc
+
+
 @contextlib.asynccontextmanager
 async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtime]:
     """Open everything the app needs and close it on exit.
@@ -151,30 +176,36 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
     global _runtime
     from langchain_core._api import LangChainBetaWarning
 
-    from hitl_app.threads.agent_loader import load_agent, policy_desks, policy_rights, policy_risks
+    from hitl_app.agent_loader import load_agent
 
     warnings.filterwarnings("ignore", category=LangChainBetaWarning)
     settings = settings or _settings_from_env()
     engines = _open_database(settings)
+    tracing = traces.configure_from_env()  # the standard OTEL_* variables; off without them
     try:
-        async with load_agent(settings, engines) as (graph, validators):
+        async with load_agent(settings, engines) as loaded:
             bus = make_bus(settings)
             try:
                 await bus.start()
             except Exception as exc:  # noqa: BLE001 - redis raises several connection errors
                 raise StartupError(f"cannot reach Redis at {safe_url(settings.redis_url or '')}: {exc}") from exc
-            risks = policy_risks(settings)
-            service = ThreadService(graph, engines, validators, bus=bus, limits=run_limits(settings),
-                                    rights=policy_rights(settings), desks=policy_desks(settings), risks=risks)
-            sweeper = Sweeper(service, interval=settings.sweep_seconds)
+            risks = loaded.risks()
+            service = ThreadService(loaded.graph, engines, loaded.validators, bus=bus, limits=run_limits(settings),
+                                    rights=loaded.rights(), desks=loaded.desks(), risks=risks)
+            sweeper = service.sweeper(interval=settings.sweep_seconds)
             sweeper.start()
-            _runtime = Runtime(settings=settings, engines=engines, service=service, sweeper=sweeper, risks=risks)
+            webhooks = WebhookDeliverer(session=lambda: AsyncSession(engines.async_, expire_on_commit=False),
+                                        rules=delivery_rules(settings))
+            webhooks.start()
+            _runtime = Runtime(settings=settings, engines=engines, service=service, sweeper=sweeper, risks=risks,
+                               origins=loaded.origins, mcp=loaded.mcp)
             get_inbox()
-            reminders = reminders_for(settings, service)
+            reminders = reminders_for(settings, service, risks)
             reminding = asyncio.create_task(reminders.run(), name="review-reminders") if reminders else None
+            agent = settings.agent or safe_url(settings.agent_url or "") or "built-in"
             log.info(
                 "hitl_app started: pid=%s model=%s agent=%s database=%s bus=%s",
-                os.getpid(), settings.model, settings.agent or "built-in", safe_url(engines.url), type(bus).__name__,
+                os.getpid(), settings.model, agent, safe_url(engines.url), type(bus).__name__,
             )
             try:
                 yield _runtime
@@ -185,7 +216,10 @@ async def open_runtime(settings: Settings | None = None) -> AsyncIterator[Runtim
                     with contextlib.suppress(asyncio.CancelledError):
                         await reminding
                 await sweeper.aclose()
+                await webhooks.aclose()
                 await bus.aclose()
     finally:
+        if tracing:
+            traces.shutdown()
         await engines.async_.dispose()
         engines.sync.dispose()

@@ -1,6 +1,6 @@
 // The review inbox in the page: the count in the tab title, and a browser notification for a new
 // card while the tab is hidden. The server calls hitlInbox({count, cards}) after every read of the
-// person's inbox (hitl_app/ui/inbox_state.py). Permission to notify is asked only from the
+// person's inbox (hitl_app/ui/state/inbox.py). Permission to notify is asked only from the
 // "Enable notifications" button (hitlInboxAsk), never on load.
 (function () {
   "use strict";

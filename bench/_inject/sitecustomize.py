@@ -7,6 +7,9 @@ chunk's ``time.time()`` is kept in memory and written, when the model call ends,
 "t_end": float (the last chunk, e.g. the tool calls), "words": int}``. One list append per token; the file is
 written once per model call, after the last token, so the trace does not slow the stream it measures. The thread id comes from
 LangGraph's run config (``langgraph.config.get_config()``).
+
+With ``HITL_BENCH_DESK_OFF=1`` the desk is switched off too (``desk_off.py``: section 3's
+"desk off" review row).
 """
 
 import os
@@ -16,7 +19,7 @@ if os.environ.get("HITL_BENCH_TRACE_DIR"):
     import importlib.machinery
     import sys
 
-    _TARGET = "hitl_app.agent.demo.model"
+    _PATCHES = {}
 
     def _patch(module) -> None:
         import json
@@ -51,9 +54,16 @@ if os.environ.get("HITL_BENCH_TRACE_DIR"):
 
         cls._astream = _astream
 
+    _PATCHES["hitl_app.agent.demo.model"] = _patch
+    if os.environ.get("HITL_BENCH_DESK_OFF") == "1":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        from desk_off import PATCHES as _DESK_OFF
+
+        _PATCHES.update(_DESK_OFF)
+
     class _Finder(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path, target=None):
-            if name != _TARGET:
+            if name not in _PATCHES:
                 return None
             sys.meta_path.remove(self)
             spec = importlib.machinery.PathFinder.find_spec(name, path)
@@ -65,7 +75,7 @@ if os.environ.get("HITL_BENCH_TRACE_DIR"):
 
             def exec_and_patch(module):
                 exec_module(module)
-                _patch(module)
+                _PATCHES[name](module)
 
             loader.exec_module = exec_and_patch  # type: ignore[method-assign]
             return spec

@@ -16,10 +16,10 @@ from hitl_app.agent.policy import (
     DEFAULT_POLICY,
     PolicyError,
     PolicyRule,
-    ReviewNeedMemo,
     interrupt_on_from_policy,
     load_policy_toml,
 )
+from hitl_app.agent.review_need import ReviewNeedMemo
 from hitl_app.agent.sandbox import SandboxError, resolve_in_sandbox
 from hitl_app.agent.sql_guard import is_read_only_sql
 from hitl_app.agent.tools import build_tools

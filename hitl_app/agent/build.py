@@ -7,13 +7,15 @@ reverse list order, so the guard sees each model message first (see ``guards.py`
 limit answers the calls beyond the per-message limit (see ``call_limit.py``), then the memo takes
 each call's "needs review?" answer once (see ``policy.py``), then, given a ``grant_check``,
 ``GrantGate`` lets the calls a grant covers run without a card (see ``grant_gate.py``), then
-the HITL middleware raises the card. Last, ``OwnerWorkspaceSetup`` creates the run owner's
+the HITL middleware raises the card. ``RejectAndStop`` ends the run before the next model call
+after a "reject and stop" (``guards.py``). Last, ``OwnerWorkspaceSetup`` creates the run owner's
 workspace when a run starts. The state keeps ``messages`` as deltas (``state.py``), so a turn's
 checkpoint bytes do not grow with the thread's length.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,14 +27,14 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from hitl_app.agent.call_limit import ToolCallsPerMessageLimit, skip_answered_calls
 from hitl_app.agent.grant_gate import GrantCheck, GrantGate, skip_granted_calls
-from hitl_app.agent.guards import RepeatedRejectionGuard
+from hitl_app.agent.guards import RejectAndStop, RepeatedRejectionGuard
 from hitl_app.agent.policy import (
     DEFAULT_POLICY,
     PolicyRule,
-    ReviewNeedMemo,
     interrupt_on_from_policy,
 )
 from hitl_app.agent.policy_checks import check_rights_arguments
+from hitl_app.agent.review_need import ReviewNeedMemo
 from hitl_app.agent.state import DeltaAgentState
 from hitl_app.agent.tools import OwnerWorkspaceSetup, build_tools
 from hitl_app.agent.workspace import DemoWorkspace
@@ -62,6 +64,16 @@ class AgentBundle:
     interrupt_on: dict[str, bool | InterruptOnConfig] = field(default_factory=dict)
 
 
+def arg_names(tool: BaseTool) -> set[str]:
+    """The names of a tool's arguments: its pydantic call schema's fields, or the ``properties`` of
+    a JSON-schema ``args_schema`` (an MCP tool's ``inputSchema``)."""
+    schema = tool.args_schema
+    if isinstance(schema, dict):
+        props = schema.get("properties")
+        return set(props) if isinstance(props, dict) else set()
+    return set(getattr(tool.tool_call_schema, "model_fields", {}))
+
+
 def build_demo_agent(
     *,
     model: BaseChatModel,
@@ -69,6 +81,7 @@ def build_demo_agent(
     checkpointer: BaseCheckpointSaver | None,
     policy_rules: list[PolicyRule] = DEFAULT_POLICY,
     grant_check: GrantCheck | None = None,
+    extra_tools: Sequence[BaseTool] = (),
 ) -> AgentBundle:
     """Build the demo agent. Calls ``workspace.ensure()`` (idempotent).
 
@@ -80,9 +93,8 @@ def build_demo_agent(
         PolicyError: an invalid rule, or a review-rights ``when`` on an argument the tool lacks.
     """
     workspace.ensure()
-    tools = build_tools(workspace)
-    # the built-in tools are StructuredTools whose call schema is a pydantic v2 model
-    check_rights_arguments(list(policy_rules), {t.name: set(t.tool_call_schema.model_fields) for t in tools})  # type: ignore[union-attr]
+    tools = [*build_tools(workspace), *extra_tools]
+    check_rights_arguments(list(policy_rules), {t.name: arg_names(t) for t in tools})
     policy_interrupt_on = interrupt_on_from_policy(list(policy_rules), workspace.demo_db_path)
     interrupt_on = skip_answered_calls(policy_interrupt_on)  # calls over the limit already have an answer
     if grant_check is not None:
@@ -98,6 +110,7 @@ def build_demo_agent(
             ReviewNeedMemo(policy_interrupt_on),
             ToolCallsPerMessageLimit(workspace.limits.max_tool_calls_per_message),
             RepeatedRejectionGuard(),
+            RejectAndStop(),
             OwnerWorkspaceSetup(workspace),
         ],
         checkpointer=checkpointer,

@@ -8,17 +8,17 @@ says it needs one), it asks ``check(thread_id, owner, tool_call)``; a call a gra
 the grant's line in graph state (``GRANTED_KEY``, checkpointed, private), and the HITL ``when``
 (wrapped by ``skip_granted_calls``) then says no review, when the review is raised and when the
 run resumes. The check itself (find the grant, write the audit record, count the use) belongs to
-the caller (``hitl_app.threads.grant_check``): agent/ knows nothing of the app's database.
+the caller (``hitl_app.desk.grant_check``): agent/ knows nothing of the app's database.
 
 The sync ``after_model`` checks nothing (the app runs agents async); a failing check counts as
 "no grant", so the call gets a card.
 
 Agents without this middleware (``HITL_AGENT``) get the same rule at the server, on each review as
-it arrives (``hitl_app.threads.grant_check.InterruptGrants``). A call this gate approved never
+it arrives (``hitl_app.desk.grant_check.InterruptGrants``). A call this gate approved never
 reaches a review, so the two never approve one call twice.
 """
 
-# Tested by: tests/integration/threads/test_review_desk.py - a granted call runs without a card
+# Tested by: tests/integration/desk/test_review_desk.py - a granted call runs without a card
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from hitl_app.agent.call_limit import skip_calls
-from hitl_app.agent.policy import REVIEW_NEED_KEY, PolicyCondition
+from hitl_app.agent.review_need import REVIEW_NEED_KEY, PolicyCondition
 
 log = logging.getLogger("hitl_app.agent")
 

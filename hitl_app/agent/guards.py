@@ -30,7 +30,7 @@ from hitl_app.review.tool_messages import GUARD_SOURCE, Rejected, read_tool_mess
 
 REPEAT_TEXT = (
     "Not executed: the reviewer already rejected this exact action ({name} with the same "
-    "arguments) in this turn. Do not retry it unless the user explicitly asks for it."
+    "arguments) in this turn{reason}. Do not retry it unless the user explicitly asks for it."
 )
 SIBLING_TEXT = (
     "Not executed: the turn was stopped because another call in the same step repeated an "
@@ -51,21 +51,32 @@ def rejected_in_turn(messages: list[Any]) -> set[tuple[str, str]]:
     ``messages`` is the agent state's message list; the last message is not inspected as a
     proposal (it is the one being checked).
     """
+    return set(rejection_reasons(messages))
+
+
+def rejection_reasons(messages: list[Any]) -> dict[tuple[str, str], str]:
+    """Signature -> the reviewer's reason (``""`` when none) of each call rejected since the last
+    HumanMessage (the latest rejection of a signature wins)."""
     start = 0
     for i in range(len(messages) - 1, -1, -1):
         if isinstance(messages[i], HumanMessage):
             start = i
             break
     calls: dict[str | None, ToolCall] = {}
-    rejected: set[tuple[str, str]] = set()
+    rejected: dict[tuple[str, str], str] = {}
     for m in messages[start:]:
         if isinstance(m, AIMessage):
             for tc in m.tool_calls:
                 calls[tc["id"]] = tc
-        elif isinstance(m, ToolMessage) and isinstance(read_tool_message(m), Rejected):
+        elif isinstance(m, ToolMessage) and isinstance(read := read_tool_message(m), Rejected):
             if (call := calls.get(m.tool_call_id)) is not None:
-                rejected.add(call_signature(call))
+                rejected[call_signature(call)] = read.reason or ""
     return rejected
+
+
+def _repeat_text(name: str, reason: str) -> str:
+    flat = " ".join(reason.split())[:500]
+    return REPEAT_TEXT.format(name=name, reason=f" (the reviewer rejected this exact call: {flat})" if flat else "")
 
 
 class RepeatedRejectionGuard(AgentMiddleware):
@@ -90,7 +101,7 @@ class RepeatedRejectionGuard(AgentMiddleware):
         if not messages or not isinstance(messages[-1], AIMessage) or not messages[-1].tool_calls:
             return None
         last: AIMessage = messages[-1]
-        rejected = rejected_in_turn(messages[:-1])
+        rejected = rejection_reasons(messages[:-1])
         repeats = [tc for tc in last.tool_calls if call_signature(tc) in rejected]
         if not repeats:
             return None
@@ -99,7 +110,7 @@ class RepeatedRejectionGuard(AgentMiddleware):
             is_repeat = call_signature(tc) in rejected
             answers.append(
                 ToolMessage(
-                    content=REPEAT_TEXT.format(name=tc["name"]) if is_repeat else SIBLING_TEXT,
+                    content=_repeat_text(tc["name"], rejected[call_signature(tc)]) if is_repeat else SIBLING_TEXT,
                     name=tc["name"],
                     tool_call_id=tc["id"],
                     status="error",
@@ -121,3 +132,36 @@ class RepeatedRejectionGuard(AgentMiddleware):
     async def aafter_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
         """Async variant of ``after_model`` (same logic, no I/O)."""
         return self.after_model(state, runtime)
+
+
+class RejectAndStop(AgentMiddleware):
+    """Ends the run after a "reject and stop" (``RejectDecision.stop``): before the model is called
+    again, when a tool message of the last step is such a rejection, the run ends with a short
+    assistant message saying so (the tool messages are already there: pairing holds). A plain
+    reject ("reject and tell") goes on to the model with its reason."""
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        """See the class docstring. Returns a state update or None."""
+        messages = list(state["messages"])
+        stopped: list[str] = []
+        for m in reversed(messages):
+            if not isinstance(m, ToolMessage):
+                break
+            read = read_tool_message(m)
+            if isinstance(read, Rejected) and read.stopped:
+                stopped.append(m.name or "the call")
+        if not stopped:
+            return None
+        names = ", ".join(dict.fromkeys(reversed(stopped)))
+        notice = AIMessage(
+            content=f"Stopped: the reviewer rejected {names} and stopped the run, so I will not retry it. "
+                    "Tell me if you want something else.",
+            additional_kwargs={"lc_source": GUARD_SOURCE},
+        )
+        return {"messages": [notice], "jump_to": "end"}
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
+        """Async variant of ``before_model`` (same logic, no I/O)."""
+        return self.before_model(state, runtime)

@@ -40,13 +40,13 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Annotated, Any, NotRequired, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, InterruptOnConfig
-from langchain.agents.middleware.types import PrivateStateAttr
-from langchain_core.messages import AIMessage, ToolCall
+from langchain.agents.middleware import AgentState, InterruptOnConfig
+from langchain_core.messages import ToolCall
 from langgraph.runtime import Runtime
 
+from hitl_app.agent.review_need import PolicyCondition
 from hitl_app.agent.sql_guard import is_read_only_sql
 from hitl_app.errors import StartupError
 from hitl_app.review.desk_policy import DEFAULT_DESK, DESK_KEYS, DeskPolicyError, ToolDesk, parse_tool_desk
@@ -189,97 +189,6 @@ def _describer(rule: PolicyRule) -> _DescriptionFactory:
     return describe
 
 
-REVIEW_NEED_KEY = "hitl_review_needed"
-"""Graph state key: ``{tool_call_id: True if the call pauses for review}`` for the last model message."""
-
-
-class PolicyCondition:
-    """A rule's named condition as a HITL ``when`` predicate whose answer is taken once per call.
-
-    Args:
-        name: the condition's key in ``CONDITIONS`` (for messages).
-        predicate: ``args -> bool`` (True = pause), evaluated on the live data.
-
-    Called with a ``ToolCallRequest``: returns the answer ``ReviewNeedMemo`` stored in
-    ``request.state[REVIEW_NEED_KEY]`` for ``request.tool_call["id"]``; only when there is none
-    (no memo middleware, or a checkpoint written before it existed) is ``predicate`` asked now.
-    """
-
-    def __init__(self, name: str, predicate: Callable[[Mapping[str, Any]], bool]) -> None:
-        self.name = name
-        self.predicate = predicate
-
-    def evaluate(self, args: Mapping[str, Any]) -> bool:
-        """The live answer for a call's ``args`` (True = pause)."""
-        return bool(self.predicate(args or {}))
-
-    def __call__(self, request: Any) -> bool:
-        """Whether the tool call in ``request`` (a LangChain ``ToolCallRequest``) must pause for review."""
-        state = getattr(request, "state", None)
-        memo = state.get(REVIEW_NEED_KEY) if isinstance(state, Mapping) else None
-        call_id = request.tool_call.get("id")
-        if isinstance(memo, Mapping) and call_id in memo:
-            return bool(memo[call_id])
-        return self.evaluate(request.tool_call.get("args") or {})
-
-    def __repr__(self) -> str:
-        return f"PolicyCondition({self.name!r})"
-
-
-class _ReviewNeedState(AgentState):
-    hitl_review_needed: NotRequired[Annotated[dict[str, bool], PrivateStateAttr]]
-
-
-class ReviewNeedMemo(AgentMiddleware):
-    """Takes each tool call's "needs review?" answer once, right after the model proposes it.
-
-    For every tool call of the last AIMessage whose tool has a ``PolicyCondition`` in
-    ``interrupt_on``, it stores ``condition.evaluate(args)`` under the call id in graph state
-    (``REVIEW_NEED_KEY``; a private key, so a thread's input cannot set it). An answer already
-    stored for that id is kept. The HITL middleware's ``when`` then reads it, both when the review
-    is raised and when the run resumes, even in another process or after the data changed.
-
-    Must run BEFORE ``HumanInTheLoopMiddleware.after_model``: ``create_agent`` runs after_model
-    hooks in reverse list order, so list it AFTER the HITL middleware.
-
-    Args:
-        interrupt_on: the mapping built by ``interrupt_on_from_policy``.
-    """
-
-    state_schema = _ReviewNeedState
-
-    def __init__(self, interrupt_on: Mapping[str, Any]) -> None:
-        super().__init__()
-        self.conditions: dict[str, PolicyCondition] = {
-            tool: config["when"]
-            for tool, config in interrupt_on.items()
-            if isinstance(config, Mapping) and isinstance(config.get("when"), PolicyCondition)
-        }
-
-    def after_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
-        """Returns ``{REVIEW_NEED_KEY: {tool_call_id: bool}}`` for the last AIMessage, or None."""
-        last = next((m for m in reversed(state["messages"]) if isinstance(m, AIMessage)), None)
-        stored = state.get(REVIEW_NEED_KEY)
-        known: Mapping[str, Any] = stored if isinstance(stored, Mapping) else {}
-        answers: dict[str, bool] = {}
-        for tool_call in last.tool_calls if last is not None else ():
-            condition = self.conditions.get(tool_call["name"])
-            call_id = tool_call.get("id")
-            if condition is None or not call_id:
-                continue
-            if call_id in known:
-                answers[call_id] = bool(known[call_id])
-            else:
-                answers[call_id] = condition.evaluate(tool_call.get("args") or {})
-        if not answers and not known:
-            return None
-        return {REVIEW_NEED_KEY: answers}
-
-    async def aafter_model(self, state: AgentState, runtime: Runtime) -> dict[str, Any] | None:
-        """Async variant of ``after_model`` (same logic; the conditions do only local reads)."""
-        return self.after_model(state, runtime)
-
-
 def validate_rule(rule: PolicyRule, *, source: str) -> None:
     """Check one rule; ``source`` prefixes the message (e.g. ``"policy.toml: [tools.x]"``).
 
@@ -318,15 +227,15 @@ def validate_rule(rule: PolicyRule, *, source: str) -> None:
 _RULE_KEYS = {"allowed_decisions", "description", "condition", *RIGHTS_KEYS, *DESK_KEYS, *RISK_KEYS}
 
 
-def load_policy_toml(path: Path | str) -> list[PolicyRule]:
-    """Read rules from a TOML file (format in the module docstring).
+def read_policy_tables(path: Path | str) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The ``[tools.*]`` and ``[servers.*]`` tables of a policy file, as read (not yet checked).
 
-    Returns rules in file order; a missing ``description`` becomes ``"Run <tool>"``.
+    ``[servers.<name>]`` tables are an MCP server's keys (``hitl_app.agent.mcp.policy``); a tool
+    named ``<server>__<tool>`` is an MCP server's tool.
 
     Raises:
-        PolicyError: unreadable file, TOML syntax error (tomllib's line/column kept), no
-            ``[tools]`` table, unknown keys, wrong types, empty or unknown decisions, unknown
-            condition. The message names the file and the table/key.
+        PolicyError: unreadable file, TOML syntax error (tomllib's line/column kept), neither a
+            ``[tools]`` nor a ``[servers]`` table, other top-level keys, a table that is not one.
     """
     path = Path(path)
     try:
@@ -337,35 +246,62 @@ def load_policy_toml(path: Path | str) -> list[PolicyRule]:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PolicyError(f"{path}: invalid TOML: {exc}") from exc
-    tools = data.get("tools")
-    if not isinstance(tools, dict) or not tools:
+    tools, servers = data.get("tools", {}), data.get("servers", {})
+    if not isinstance(tools, dict) or not isinstance(servers, dict) or not (tools or servers):
         raise PolicyError(f"{path}: expected a [tools.<name>] table for at least one tool")
-    extra_top = sorted(set(data) - {"tools"})
+    extra_top = sorted(set(data) - {"tools", "servers"})
     if extra_top:
-        raise PolicyError(f"{path}: unknown top-level key(s) {extra_top}; only [tools.*] is read")
-    rules: list[PolicyRule] = []
-    for tool, table in tools.items():
-        where = f"{path}: [tools.{tool}]"
-        if not isinstance(table, dict):
-            raise PolicyError(f"{where}: must be a table")
-        unknown = sorted(set(table) - _RULE_KEYS)
-        if unknown:
-            raise PolicyError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_RULE_KEYS)}")
-        decisions = table.get("allowed_decisions")
-        if not isinstance(decisions, list) or not all(isinstance(d, str) for d in decisions):
-            raise PolicyError(f"{where} allowed_decisions: must be a list of strings")
-        description = table.get("description", f"Run {tool}")
-        condition = table.get("condition")
-        if condition is not None and not isinstance(condition, str):
-            raise PolicyError(f"{where} condition: must be a string")
-        try:
-            rights, desk, risk = parse_tool_rights(table), parse_tool_desk(table), parse_tool_risk(table)
-        except (RightsPolicyError, DeskPolicyError, RiskPolicyError) as exc:
-            raise PolicyError(f"{where} {exc}") from None
-        rule = PolicyRule(tool, list(decisions), description, condition, rights, desk, risk)
-        validate_rule(rule, source=str(path))
-        rules.append(rule)
-    return rules
+        raise PolicyError(f"{path}: unknown top-level key(s) {extra_top}; only [tools.*] and [servers.*] are read")
+    for kind, tables in (("tools", tools), ("servers", servers)):
+        for name, table in tables.items():
+            if not isinstance(table, dict):
+                raise PolicyError(f"{path}: [{kind}.{name}]: must be a table")
+    return tools, servers
+
+
+def rule_from_table(tool: str, table: Mapping[str, Any], *, source: str, where: str = "") -> PolicyRule:
+    """One tool's rule from its table (keys in the module docstring); ``source`` names the file.
+
+    Raises:
+        PolicyError: unknown keys, wrong types, empty or unknown decisions, unknown condition, a
+            bad rights, desk or risk key; the message names the file and ``where`` (default
+            ``[tools.<tool>]``).
+    """
+    where = f"{source}: {where or f'[tools.{tool}]'}"
+    unknown = sorted(set(table) - _RULE_KEYS)
+    if unknown:
+        raise PolicyError(f"{where}: unknown key(s) {unknown}; allowed: {sorted(_RULE_KEYS)}")
+    decisions = table.get("allowed_decisions")
+    if not isinstance(decisions, list) or not all(isinstance(d, str) for d in decisions):
+        raise PolicyError(f"{where} allowed_decisions: must be a list of strings")
+    description = table.get("description", f"Run {tool}")
+    condition = table.get("condition")
+    if condition is not None and not isinstance(condition, str):
+        raise PolicyError(f"{where} condition: must be a string")
+    try:
+        rights, desk, risk = parse_tool_rights(table), parse_tool_desk(table), parse_tool_risk(table)
+    except (RightsPolicyError, DeskPolicyError, RiskPolicyError) as exc:
+        raise PolicyError(f"{where} {exc}") from None
+    rule = PolicyRule(tool, list(decisions), description, condition, rights, desk, risk)
+    try:
+        validate_rule(rule, source=source)
+    except PolicyError as exc:
+        raise PolicyError(str(exc).replace(f"{source}: [tools.{tool}]", where)) from None
+    return rule
+
+
+def load_policy_toml(path: Path | str) -> list[PolicyRule]:
+    """Read the built-in tools' rules from a TOML file (format in the module docstring).
+
+    Returns rules in file order; a missing ``description`` becomes ``"Run <tool>"``. Tables of
+    MCP tools (``[tools.<server>__<tool>]``) and servers are left to ``hitl_app.agent.mcp.policy``.
+
+    Raises:
+        PolicyError: see ``read_policy_tables`` and ``rule_from_table``. The message names the
+            file and the table/key.
+    """
+    tools, _servers = read_policy_tables(path)
+    return [rule_from_table(tool, table, source=str(path)) for tool, table in tools.items() if "__" not in tool]
 
 
 def describe_policy(rules: list[PolicyRule]) -> list[dict[str, Any]]:

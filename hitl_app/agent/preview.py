@@ -147,6 +147,11 @@ def preview_sql(db_path: Path, query: Any, limits: ToolLimits) -> EffectPreview:
         return EffectPreview("sql", "SQL statement", body, "The demo database does not exist yet.")
     try:
         n = count_touched_rows(Path(db_path), query, limits)
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc):  # the deadline of ``limits`` (the preview's own budget)
+            return EffectPreview("sql", "SQL statement", body,
+                                 f"Rows not counted: counting took longer than {limits.sql_timeout_s:g} s.")
+        return EffectPreview("sql", "SQL statement", body, f"Would fail now: {exc}")
     except (sqlite3.Error, sqlite3.Warning) as exc:
         return EffectPreview("sql", "SQL statement", body, f"Would fail now: {exc}")
     rows = f"{n} row{'s' if n != 1 else ''}"

@@ -8,7 +8,8 @@ taking the app database's async engine):
   ``create_with_temporary_password``, ``add_account``, ``change_password``, ``set_role``,
   ``disable``, ``enable``, ``find_account``, ``list_accounts``
 - invites after they were made: ``pending_invites``, ``revoke_invite``, ``invite_refusal``, ``check_invite``
-- the browser side: ``hitl_app.auth.http`` (sign-in/out and single sign-on routes, session cookie)
+- the browser side: ``hitl_app.auth.http`` (sign-in/out and single sign-on routes), ``hitl_app.auth.cookie``
+  (the session cookie), ``hitl_app.auth.form_errors`` (the forms' error codes and sentences)
   and ``hitl_app.auth.oidc`` (OpenID Connect code flow).
 """
 
@@ -28,7 +29,7 @@ from hitl_app.auth.accounts import (
     set_role,
 )
 from hitl_app.auth.invites import InviteView, check_invite, invite_refusal, pending_invites, revoke_invite
-from hitl_app.auth.sessions import resolve_session, sign_in, sign_out, sign_out_everywhere
+from hitl_app.auth.sessions import resolve_session, resolve_session_hash, sign_in, sign_out, sign_out_everywhere
 from hitl_app.auth.types import (
     SYSTEM,
     AccountDisabled,
@@ -46,6 +47,7 @@ __all__ = [
     "Role", "TooManyAttempts", "WrongCredentials", "accept_invite", "add_account", "change_password", "check_invite",
     "create_admin",
     "create_invite", "create_with_temporary_password", "disable", "enable", "find_account", "first_run_needed",
-    "invite_refusal", "list_accounts", "pending_invites", "resolve_session", "revoke_invite", "set_role", "sign_in",
+    "invite_refusal", "list_accounts", "pending_invites", "resolve_session",
+    "resolve_session_hash", "revoke_invite", "set_role", "sign_in",
     "sign_out", "sign_out_everywhere",
 ]

@@ -15,9 +15,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from hitl_app.auth import attempts
 from hitl_app.auth.passwords import hash_password, verify_password
 from hitl_app.auth.sessions import aware, principal_of
-from hitl_app.auth.text import check_new_password, clean_display_name, email_key, normalize_email
+from hitl_app.auth.text import MAX_PASSWORD, check_new_password, clean_display_name, email_key, normalize_email
 from hitl_app.auth.tokens import hash_token, new_token
 from hitl_app.auth.types import AuthConfig, AuthError, NotAllowed, Principal, Role, WrongCredentials
 from hitl_app.store import accounts as db
@@ -87,18 +88,33 @@ async def first_run_needed(*, engine: AsyncEngine) -> bool:
         return await db.count_accounts(session=s) == 0
 
 
-async def create_admin(*, engine: AsyncEngine, email: str, display_name: str, password: str) -> Principal:
+async def create_admin(
+    *, engine: AsyncEngine, email: str, display_name: str, password: str, client: str = "", config: AuthConfig | None = None
+) -> Principal:
     """Create the first account, as admin. Only works while no account exists (safe under races).
 
+    Cheap checks come first: the email, name and password rules, then the try is counted against
+    the per-address limits (``attempts.reserve``), then the accounts are counted; the password is
+    hashed only when the app has no account yet.
+
     Raises:
+        TooManyAttempts: too many failed tries from ``client`` (or for this email) in the window.
         AuthError: an account already exists ("... sign in instead"), or a bad email, name or password.
     """
+    cfg = config or AuthConfig.from_settings()
+    shown, key = normalize_email(email)
+    clean_display_name(display_name)
+    check_new_password(password)
+    attempt = await attempts.reserve(engine=engine, email_key=key, client=client, config=cfg)
+    if not await first_run_needed(engine=engine):
+        raise AuthError(SETUP_DONE)
     account = await _new_account(email, display_name, Role.ADMIN, password, must_change=False)
     async with _session(engine) as s:
         await db.lock_for_first_account(session=s)
         if await db.count_accounts(session=s) > 0:
             raise AuthError(SETUP_DONE)
         await _insert(s, account)
+        await attempts.settle_success_in(s, attempt)
         await s.commit()
     return principal_of(account)
 
@@ -170,18 +186,32 @@ async def create_invite(
     return token
 
 
-async def accept_invite(*, engine: AsyncEngine, token: str, display_name: str, password: str) -> Principal:
+async def accept_invite(
+    *, engine: AsyncEngine, token: str, display_name: str, password: str, client: str = "", config: AuthConfig | None = None
+) -> Principal:
     """Create the invited account (email and role from the invite); the invite is then used up.
 
+    Cheap checks come first: the name and password rules, then the try is counted against the
+    per-address limits (``attempts.reserve``), then the invite is looked up; the password is
+    hashed only for an invite that can be used (and whose maker can still make it, see
+    ``invite_refusal``).
+
     Raises:
-        AuthError: the invite is unknown, used or expired ("... ask for a new one"); a bad name or
-            password (the invite stays usable); or the email got an account meanwhile.
+        TooManyAttempts: too many failed tries from ``client`` in the window.
+        AuthError: the invite is unknown, used, expired or revoked ("... ask for a new one"); a bad
+            name or password (the invite stays usable); or the email got an account meanwhile.
     """
+    cfg = config or AuthConfig.from_settings()
     name = clean_display_name(display_name)
     check_new_password(password)
+    attempt = await attempts.reserve(engine=engine, email_key="", client=client, config=cfg)
+    token_hash = hash_token(token or "")
+    async with _session(engine) as s:
+        if not await db.invite_usable(session=s, token_hash=token_hash, now=utcnow()):
+            raise AuthError(INVITE_INVALID)
     password_hash = await hash_password(password)
     async with _session(engine) as s:
-        invite = await db.use_invite(session=s, token_hash=hash_token(token or ""), now=utcnow())
+        invite = await db.use_invite(session=s, token_hash=token_hash, now=utcnow())
         if invite is None:
             raise AuthError(INVITE_INVALID)
         account = db.Account(
@@ -189,27 +219,35 @@ async def accept_invite(*, engine: AsyncEngine, token: str, display_name: str, p
             password_hash=password_hash,
         )
         await _insert(s, account)
+        await attempts.settle_success_in(s, attempt)
         await s.commit()
     return principal_of(account)
 
 
 async def change_password(
-    *, engine: AsyncEngine, account_id: int, current_password: str, new_password: str, keep_token: str | None = None
+    *, engine: AsyncEngine, account_id: int, current_password: str, new_password: str, keep_token: str | None = None,
+    client: str = "", config: AuthConfig | None = None,
 ) -> None:
     """Change an account's own password and end its other sessions (``keep_token``'s stays).
 
-    Clears ``must_change_password``.
+    Clears ``must_change_password``. Guesses at ``current_password`` count like sign-in tries
+    (the same limits, per account and address), before it is checked.
 
     Raises:
+        TooManyAttempts: too many wrong current passwords for this account (or from ``client``).
         WrongCredentials: ``current_password`` is wrong (or the account has no password).
         AuthError: the new password breaks the rules, or equals the current one.
     """
+    cfg = config or AuthConfig.from_settings()
     check_new_password(new_password)
     if new_password == current_password:
         raise AuthError("Choose a new password that differs from the current one")
     async with _session(engine) as s:
         account = await db.get_account(session=s, account_id=account_id)
-    if account is None or not await verify_password(current_password, account.password_hash):
+    if account is None or len(current_password or "") > MAX_PASSWORD:
+        raise WrongCredentials()
+    attempt = await attempts.reserve(engine=engine, email_key=account.email_key, client=client, config=cfg)
+    if not await verify_password(current_password, account.password_hash):
         raise WrongCredentials()
     new_hash = await hash_password(new_password)
     async with _session(engine) as s:
@@ -222,6 +260,7 @@ async def change_password(
         for row_hash in await db.session_hashes_of(session=s, account_id=account_id):
             if row_hash != kept:
                 await db.delete_session(session=s, token_hash=row_hash)
+        await attempts.settle_success_in(s, attempt)
         await s.commit()
 
 
@@ -231,7 +270,8 @@ async def _guard_last_admin(s: AsyncSession, account: db.Account) -> None:
 
 
 async def set_role(*, engine: AsyncEngine, account_id: int, role: Role, by: Principal) -> None:
-    """Give an account another role (takes effect at its next event).
+    """Give an account another role (takes effect at its next event). Demoting an admin revokes
+    the pending invites they made.
 
     Raises:
         NotAllowed: ``by`` is not an admin.
@@ -240,15 +280,27 @@ async def set_role(*, engine: AsyncEngine, account_id: int, role: Role, by: Prin
     _require_admin(by)
     async with _session(engine) as s:
         account = await _get_or_fail(s, account_id)
-        if role is not Role.ADMIN:
-            await _guard_last_admin(s, account)
-        account.role = role.value
-        s.add(account)
+        await change_role_in(s, account, role)
         await s.commit()
 
 
+async def change_role_in(s: AsyncSession, account: db.Account, role: Role) -> None:
+    """Within the caller's transaction (it commits): give ``account`` ``role``. Taking admin away
+    revokes the pending invites the account made.
+
+    Raises:
+        AuthError: it would demote the last active admin (nothing changed).
+    """
+    if role is not Role.ADMIN and account.role == Role.ADMIN.value:
+        await _guard_last_admin(s, account)
+        await db.revoke_invites_by(session=s, account_id=int(account.id or 0), now=utcnow())
+    account.role = role.value
+    s.add(account)
+
+
 async def disable(*, engine: AsyncEngine, account_id: int, by: Principal) -> int:
-    """Disable an account and end all its sessions; returns how many sessions ended.
+    """Disable an account, end all its sessions and revoke the pending invites it made; returns
+    how many sessions ended.
 
     Its open tabs lose access at their next event (``resolve_session`` returns None).
 
@@ -262,6 +314,7 @@ async def disable(*, engine: AsyncEngine, account_id: int, by: Principal) -> int
         await _guard_last_admin(s, account)
         account.disabled = True
         s.add(account)
+        await db.revoke_invites_by(session=s, account_id=account_id, now=utcnow())
         gone = await db.delete_sessions_of(session=s, account_id=account_id)
         await s.commit()
     return gone
@@ -282,6 +335,13 @@ async def _get_or_fail(s: AsyncSession, account_id: int) -> db.Account:
     if account is None:
         raise AuthError("No such account")
     return account
+
+
+async def is_disabled(*, engine: AsyncEngine, account_id: int) -> bool:
+    """True when the account exists and an admin disabled it (why its sessions ended)."""
+    async with _session(engine) as s:
+        account = await db.get_account(session=s, account_id=account_id)
+    return account is not None and bool(account.disabled)
 
 
 async def find_account(*, engine: AsyncEngine, email: str) -> AccountView | None:

@@ -101,17 +101,24 @@ async def revoke_invite(*, engine: AsyncEngine, invite_id: str, by: Principal) -
         return invite.email
 
 
+async def _may_invite(s: AsyncSession, account_id: int) -> bool:
+    account = await db.get_account(session=s, account_id=account_id)
+    return account is not None and account.role == Role.ADMIN.value and not account.disabled
+
+
 async def check_invite(*, engine: AsyncEngine, token: str, now: datetime | None = None) -> tuple[str, str]:
     """``(refusal, email)`` of the invite link with ``token``: ``refusal`` says why it cannot be
     used, as a sentence to show (``""`` when it can: pending); ``email`` is whom it is for (``""``
     for an unknown link). Checks in this order: unknown, revoked, used, the email has an account
-    now (``INVITE_HAS_ACCOUNT``), expired."""
+    now (``INVITE_HAS_ACCOUNT``), expired. An invite whose maker is no longer an active admin
+    counts as revoked."""
     async with _session(engine) as s:
         invite = await db.get_invite(session=s, token_hash=hash_token(token or ""))
         taken = invite is not None and await db.find_account_by_email(session=s, email_key=invite.email_key) is not None
+        maker_gone = invite is not None and invite.created_by is not None and not await _may_invite(s, invite.created_by)
     if invite is None:
         return INVITE_UNKNOWN, ""
-    if invite.revoked_at is not None:
+    if invite.revoked_at is not None or maker_gone:
         return INVITE_REVOKED, invite.email
     if invite.used_at is not None:
         return INVITE_USED, invite.email

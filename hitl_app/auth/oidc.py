@@ -8,13 +8,15 @@ provider's JWKS, ``iss``, ``aud``, ``exp``, ``nonce``); ``sign_in_oidc`` links o
 account by ``(issuer, subject)`` and opens a session.
 
 Roles: with ``HITL_OIDC_ROLE_CLAIM`` set, the claim (a string or a list) sets the role at every
-sign-in (the highest of ``admin``/``reviewer``/``member`` found; none found = member). Without it,
-new accounts start as member and the admin sets roles.
+sign-in (the highest of ``admin``/``reviewer``/``member`` found; none found = member), but never
+demotes the last active admin. Without it, new accounts start as member and the admin sets roles.
+Only identities whose email the provider marks verified sign in at all.
 """
 
 from __future__ import annotations
 
 import hmac
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any, cast
@@ -27,12 +29,16 @@ from joserfc.jwk import KeySet, KeySetSerialization
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from hitl_app.auth.accounts import change_role_in
 from hitl_app.auth.sessions import open_session
 from hitl_app.auth.text import clean_display_name, normalize_email
 from hitl_app.auth.tokens import new_token
 from hitl_app.auth.types import AccountDisabled, AuthConfig, AuthError, Role
+from hitl_app.logsafe import one_log_line
 from hitl_app.settings import Settings, get_settings
 from hitl_app.store import accounts as db
+
+log = logging.getLogger(__name__)
 
 ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"]
 DISCOVERY_TTL_SECONDS = 3600
@@ -212,7 +218,7 @@ async def _link_or_create(s: AsyncSession, who: Identity) -> db.Account:
     shown, key = normalize_email(who.email)
     existing = await db.find_account_by_email(session=s, email_key=key)
     if existing is not None:
-        if not who.email_verified or existing.oidc_subject is not None:
+        if existing.oidc_subject is not None:
             raise OidcError("An account with this email already exists; sign in with its password")
         existing.oidc_issuer, existing.oidc_subject = who.issuer, who.subject
         return existing
@@ -227,21 +233,34 @@ async def _link_or_create(s: AsyncSession, who: Identity) -> db.Account:
 async def sign_in_oidc(*, engine: AsyncEngine, identity: Identity, client: str, config: AuthConfig | None = None) -> str:
     """Open a session for a verified ``identity``; return the session token.
 
-    Links by ``(issuer, subject)``. A first sign-in links to a local account with the same email
-    only when the provider says the email is verified; otherwise it creates a member account (or
-    the claim's role). With a role claim configured, the role is updated at every sign-in.
+    Only an identity whose email the provider says is verified (``email_verified: true``) signs in:
+    review rights, reminders and invites are named by email. Links by ``(issuer, subject)``; a
+    first sign-in links to a local account with the same email, or creates a member account (or
+    the claim's role). With a role claim configured, the role is updated at every sign-in, except
+    that the last active admin is never demoted that way.
 
     Raises:
         AccountDisabled: the linked account is disabled.
-        OidcError: no email from the provider, or an unverified email that belongs to another account.
+        OidcError: no email, or an unverified one, from the provider; or the email belongs to
+            another single sign-on account.
     """
     cfg = config or AuthConfig.from_settings()
+    if not identity.email_verified:
+        # rights, reminders and invites go by email: an address the provider has not verified
+        # must not become (or stay) anyone's account here
+        log.warning("single sign-on refused: the provider has not verified the email of subject %s",
+                    one_log_line(identity.subject, limit=200))
+        raise OidcError("The single sign-on provider has not verified your email address")
     async with AsyncSession(engine, expire_on_commit=False) as s:
         account = await _link_or_create(s, identity)
         if account.disabled:
             raise AccountDisabled()
         if identity.role is not None and account.role != identity.role.value:
-            account.role = identity.role.value
+            try:
+                await change_role_in(s, account, identity.role)
+            except AuthError:  # the last active admin keeps the role; an admin must hand it on first
+                log.warning("single sign-on: the role claim would demote the last active admin (account %s); kept",
+                            account.id)
         s.add(account)
         await s.flush()
         token = await open_session(session=s, account_id=int(account.id or 0), client=client, config=cfg)

@@ -63,15 +63,27 @@ SYSTEM = Principal(account_id=0, display_name="command line", role=Role.ADMIN)
 """The acting principal for the command line and set-up scripts (trusted: it has shell access)."""
 
 
+ANYWHERE_FACTOR = 10
+"""An account's failures from all addresses together may reach this many times the per-address limit."""
+
+
 @dataclass(frozen=True)
 class AuthConfig:
-    """Knobs of sign-in: session lifetime, rate limits and invite lifetime (see ``Settings``)."""
+    """Knobs of sign-in: session lifetime, rate limits and invite lifetime (see ``Settings``).
+
+    ``session_ttl`` ends a session after that long without activity; ``session_max_age`` ends it
+    that long after sign-in, however active. ``max_failures_per_account`` counts per (account,
+    address) pair, ``max_failures_per_account_anywhere`` per account over all addresses (see
+    ``hitl_app.auth.attempts``).
+    """
 
     session_ttl: timedelta = timedelta(days=7)
     max_failures_per_account: int = 5
     max_failures_per_address: int = 20
     failure_window: timedelta = timedelta(minutes=15)
     invite_ttl: timedelta = timedelta(days=3)
+    max_failures_per_account_anywhere: int = 50
+    session_max_age: timedelta = timedelta(days=30)
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> AuthConfig:
@@ -83,6 +95,8 @@ class AuthConfig:
             max_failures_per_address=s.signin_max_failures_per_address,
             failure_window=timedelta(minutes=s.signin_window_minutes),
             invite_ttl=timedelta(hours=s.invite_hours),
+            max_failures_per_account_anywhere=s.signin_max_failures * ANYWHERE_FACTOR,
+            session_max_age=timedelta(days=s.session_max_days),
         )
 
 

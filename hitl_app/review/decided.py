@@ -16,6 +16,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from hitl_app.review.diff import diff_args, show_value, summarize
 from hitl_app.review.types import (
+    DECISION_STYLES,
     AnyDecision,
     Decision,
     EditDecision,
@@ -24,8 +25,8 @@ from hitl_app.review.types import (
     RespondDecision,
 )
 
-VERBS = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "answered"}
-"""A decision type -> the word a card's line shows."""
+VERBS = {kind: style.past for kind, style in DECISION_STYLES.items()}
+"""A decision type -> the word a card's line shows (``DecisionStyle.past``: "approved", "answered")."""
 
 _DECISION: TypeAdapter[AnyDecision] = TypeAdapter(Decision)
 

@@ -67,15 +67,6 @@ class ToolDesk:
     grantable: bool = True
     undo_seconds: int = 0
 
-    def rejection_message(self, tool: str) -> str:
-        """What the model reads when a card of this tool expires (reject)."""
-        if self.timeout_message:
-            return self.timeout_message
-        return (
-            f"No reviewer decided within {human_duration(self.deadline_s or 0)}, so the {tool} call was "
-            "rejected by policy. Do not retry it unless the user asks again."
-        )
-
     def describe(self) -> dict[str, Any]:
         """Plain data for display/logging."""
         return {
@@ -195,6 +186,40 @@ def expiry_note(deadline_s: float, outcome: OnTimeout, role: str = "") -> str:
     if outcome == "escalate":
         return f"expired after {human_duration(deadline_s)}, escalated to {role or 'admin'} by policy"
     return f"expired after {human_duration(deadline_s)}, rejected by policy"
+
+
+POLICY_REJECTED = "Rejected by the policy"
+"""How every card a deadline rejected begins its message (the tool row, the summary, the audit)."""
+
+
+def deadline_passed(deadline_s: float, deadline_card: int) -> str:
+    """``"the deadline of card 3 passed (1 min without a decision)"``; ``deadline_card`` 0-based."""
+    return f"the deadline of card {deadline_card + 1} passed ({human_duration(deadline_s)} without a decision)"
+
+
+def policy_rejection(*, tool: str, card: int, deadline_card: int, deadline_s: float, custom: str = "") -> str:
+    """What the model reads, and the tool row keeps, for card ``card`` (0-based) that the deadline of
+    card ``deadline_card`` rejected: the card's own deadline, or a sibling's (the whole review is
+    answered at once, so a card without a deadline is rejected with it; issue 23: never "no reviewer
+    decided within 0 s"). ``custom``: the policy's ``timeout_message`` for the card's own deadline.
+
+    E.g. ``"Rejected by the policy: the deadline of card 3 passed (1 min without a decision). That
+    answered the whole review, so the send_email call did not run. Do not retry it unless the user
+    asks again."``"""
+    head = f"{POLICY_REJECTED}: {deadline_passed(deadline_s, deadline_card)}."
+    if card == deadline_card:
+        body = custom or f"The {tool} call did not run. Do not retry it unless the user asks again."
+    else:
+        body = f"That answered the whole review, so the {tool} call did not run. Do not retry it unless the user asks again."
+    return f"{head} {body}"
+
+
+def policy_rejection_note(*, card: int, deadline_card: int, deadline_s: float) -> str:
+    """The audit text (and the tool row's line) of such a card: ``"rejected by the policy: the
+    deadline of card 3 passed (1 min without a decision)"``, plus ``", which answered the whole
+    review"`` on a sibling card."""
+    note = f"{POLICY_REJECTED.lower()}: {deadline_passed(deadline_s, deadline_card)}"
+    return note if card == deadline_card else note + ", which answered the whole review"
 
 
 def desks_by_tool(rules: Iterable[Any]) -> dict[str, ToolDesk]:

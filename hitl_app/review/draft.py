@@ -22,7 +22,7 @@ choice may be shown again on a card as the server now sees it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 from hitl_app.review.types import (
     MAX_MESSAGE_CHARS,
@@ -34,22 +34,9 @@ from hitl_app.review.types import (
     RespondDecision,
 )
 
-OPEN, WAITING, COMPLETE = "open", "waiting", "complete"
-"""A card's ``standing`` for the viewer (see the module docstring)."""
-
-WAITING_NOTE = "Waiting for a reviewer: nothing is left for you to decide here."
-"""Shown instead of Submit when every open card waits for someone else (``waiting_note`` says
-"another reviewer" instead once this person's own approval is on a waiting card)."""
-
-WITHDRAW_NOTE = "Waiting for a reviewer. You can still stop a waiting card with its Reject button."
-"""``WAITING_NOTE`` when a waiting card still offers this person Reject."""
-
-UNDO_LINE = "Every card is decided: the agent goes on when the undo window ends, unless the submission is undone."
-"""The composer line while a completed review waits out its undo window (the page shows the
-seconds left: ``components.desk.undo_line``)."""
-
-FINISH_EDIT = "Finish this edit (Check edit) or cancel it before approving the rest."
-"""Shown on a card whose edit is still open when the reviewer presses "Approve the rest"."""
+Standing = Literal["open", "waiting", "complete"]
+"""A card's standing for the viewer (see the module docstring)."""
+OPEN, WAITING, COMPLETE = get_args(Standing)
 
 
 class DraftCard(Protocol):
@@ -94,17 +81,17 @@ class WaitingCard(DraftCard, Protocol):
     def remaining(self) -> int:
         """Approvals the card still needs (the server's count; 0 when complete)."""
     @property
-    def yours(self) -> bool:
+    def my_decision_in(self) -> bool:
         """Whether this person's own decision is recorded on the card."""
     @property
-    def others(self) -> str:
+    def others_who_decide(self) -> str:
         """Who besides the person who asked may decide it, in words ("" when nobody else)."""
     @property
-    def asks(self) -> bool:
+    def asks_approval(self) -> bool:
         """Whether its review config allows approve or edit (False: a question, respond only)."""
 
 
-def standing(*, complete: bool, allowed: Sequence[str], tool_allows: Sequence[str]) -> str:
+def standing(*, complete: bool, allowed: Sequence[str], tool_allows: Sequence[str]) -> Standing:
     """A card's standing for one person, from the server's rights check.
 
     Args:
@@ -149,45 +136,10 @@ def is_decided(card: DraftCard) -> bool:
     return card.choice in ("approve", "reject")
 
 
-NOT_CHECKED = "editing: not checked"
-"""The chip of a card whose editor is open and not checked yet: not decided yet."""
-
-CHECK_FAILED = "edit: check failed"
-"""The chip of a card whose last "Check edit" failed (its error shows under the editor): not decided."""
-
-NO_ANSWER = "respond: no answer yet"
-"""The chip of a card set to respond before its answer has text: not decided yet."""
-
-
-def choice_chip(card: DraftCard) -> tuple[str, bool]:
-    """The small label of a card's pick and whether it counts as decided (``is_decided``, as the
-    counter and Submit count it): ``("approve", True)``, ``("edit", True)`` once "Check edit"
-    passed, ``(NOT_CHECKED, False)`` before, ``(CHECK_FAILED, False)`` after a failed check,
-    ``(NO_ANSWER, False)``; ``("", False)`` with no pick."""
-    if not card.choice:
-        return "", False
-    if is_decided(card):
-        return card.choice, True
-    if card.choice == "edit" and card.edit_error:
-        return CHECK_FAILED, False
-    return {"edit": NOT_CHECKED, "respond": NO_ANSWER}.get(card.choice, card.choice), False
-
-
 def decided_count(cards: Sequence[DraftCard]) -> int:
     """How many cards are decided (the "2 of 3 decided" counter): complete on the server (decided
     by anyone earlier) or decided in this draft."""
     return sum(1 for card in cards if card.standing == COMPLETE or (is_mine(card) and is_decided(card)))
-
-
-def waiting_for(cards: Sequence[DraftCard]) -> str:
-    """Whom the waiting cards wait for, in words: ``"another reviewer"`` once this person's own
-    decision is on one of them (their approval is in, a second is needed), else whom the cards
-    name (``others``: ``"a reviewer"``, or the name of the person who asked, ``"Max"``), joined
-    with "or"; ``"a reviewer"`` when they name nobody."""
-    waiting = [c for c in cards if c.standing == WAITING]
-    if any(getattr(c, "yours", False) for c in waiting):
-        return "another reviewer"
-    return " or ".join(dict.fromkeys(o for c in waiting if (o := getattr(c, "others", "")))) or "a reviewer"
 
 
 def waiting_count(cards: Sequence[DraftCard]) -> int:
@@ -195,79 +147,10 @@ def waiting_count(cards: Sequence[DraftCard]) -> int:
     return sum(1 for card in cards if card.standing == WAITING and not card.choice)
 
 
-def summary(cards: Sequence[DraftCard]) -> str:
-    """The review's counter line: ``"2 of 3 decided"``, plus ``" · 1 waiting for a reviewer"``
-    when some cards wait for someone else (``waiting_for``)."""
-    waiting = waiting_count(cards)
-    line = f"{decided_count(cards)} of {len(cards)} decided"
-    return line + (f" · {waiting} waiting for {waiting_for(cards)}" if waiting else "")
-
-
 def all_decided(cards: Sequence[DraftCard]) -> bool:
     """True when this person has at least one card to decide and every such card is decided."""
     own = mine(cards)
     return bool(own) and all(is_decided(card) for card in own)
-
-
-def submit_label(cards: Sequence[DraftCard]) -> str:
-    """``"Submit 2 decisions"``: the decisions this person made so far on the cards they can
-    still decide (``"Submit"`` before the first); ``""`` when there are no such cards (the button
-    is hidden and ``nothing_left_note`` shown). The button is enabled only once ``all_decided``:
-    a submission must decide every card that is theirs (the server checks it too)."""
-    own = mine(cards)
-    n = sum(1 for card in own if is_decided(card))
-    if not own:
-        return ""
-    return f"Submit {n} decision{'s' if n != 1 else ''}" if n else "Submit"
-
-
-def nothing_left_note(cards: Sequence[DraftCard]) -> str:
-    """Why there is no Submit button: ``WAITING_NOTE`` when cards wait for someone else, a line
-    when every card is decided, ``""`` while this person still has a card to decide. A waiting
-    card with a Reject button gets ``WITHDRAW_NOTE``."""
-    if not cards or mine(cards):
-        return ""
-    if waiting_count(cards):
-        note = WITHDRAW_NOTE if any("reject" in c.allowed for c in cards if c.standing == WAITING) else WAITING_NOTE
-        return note.replace("a reviewer", waiting_for(cards), 1)
-    return "Every card is decided; the agent goes on."
-
-
-DECIDE_ALL = "The agent is waiting for your review above: decide every card, then submit."
-"""The composer line while every open card is this person's to decide."""
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def composer_line(cards: Sequence[WaitingCard]) -> str:
-    """The line above the locked composer while a review is pending, true for this person.
-
-    ``DECIDE_ALL`` while every open card is theirs; ``"Decide your 1 card above, then submit;
-    1 more waits for a reviewer."`` when some wait for others; once nothing is left for them,
-    ``"Your decisions are in; waiting for 1 more approval from a reviewer."`` (their decision is in on
-    some card; "answer" when only questions wait, "decision" for a mix) or ``"Waiting for a reviewer to
-    decide (2 approvals still needed); nothing here is yours to approve."``; ``""`` without cards.
-    """
-    if not cards:
-        return ""
-    waiting = [c for c in cards if c.standing == WAITING and not c.choice]
-    who = " or ".join(dict.fromkeys(c.others for c in waiting if c.others)) or waiting_for(cards)
-    own = len(mine(cards))
-    if own:
-        if not waiting:
-            return DECIDE_ALL
-        wait = "waits" if len(waiting) == 1 else "wait"
-        return f"Decide your {_plural(own, 'card')} above, then submit; {len(waiting)} more {wait} for {who}."
-    if not waiting:
-        return "Every card is decided; the agent goes on."
-    left, asks = sum(max(1, c.remaining) for c in waiting), {c.asks for c in waiting}
-    unit = "approval" if asks == {True} else "answer" if asks == {False} else "decision"
-    if any(c.yours for c in cards):
-        return f"Your decisions are in; waiting for {_plural(left, 'more ' + unit)} from {who}."
-    verb = "approve" if unit == "approval" else "decide"
-    return f"Waiting for {who} to decide ({_plural(left, unit)} still needed); nothing here is yours to {verb}."
 
 
 def offers_approve_rest(cards: Sequence[DraftCard]) -> bool:
@@ -279,11 +162,6 @@ def offers_approve_rest(cards: Sequence[DraftCard]) -> bool:
     """
     untouched = [card for card in cards if card.choice == "" and card.standing == OPEN]
     return bool(untouched) and all("approve" in card.allowed and card.risk != "high" for card in untouched)
-
-
-def approve_rest_label(cards: Sequence[DraftCard]) -> str:
-    """Return "Approve all" while nothing was picked yet, else "Approve the rest" (picked decisions stay)."""
-    return "Approve the rest" if any(card.choice for card in cards) else "Approve all"
 
 
 def open_edit(cards: Sequence[DraftCard], edited: Mapping[int, Any]) -> DraftCard | None:
@@ -309,11 +187,6 @@ def approve_rest(cards: Sequence[DraftCard]) -> list[int]:
 def unanswered(cards: Sequence[DraftCard]) -> DraftCard | None:
     """The first card set to respond whose answer is still blank, or None."""
     return next((c for c in cards if c.choice == "respond" and not c.answer.strip()), None)
-
-
-def unanswered_message(card: DraftCard) -> str:
-    """What the card shows when it is submitted without an answer."""
-    return f"Write an answer for {card.tool_name} before submitting."
 
 
 def to_entries(cards: Sequence[DraftCard], edited: Mapping[int, dict[str, Any]]) -> list[AnyDecision | None]:
@@ -344,7 +217,9 @@ def to_decisions(cards: Sequence[DraftCard], edited: Mapping[int, dict[str, Any]
                 action = EditedAction(name=card.tool_name, args=dict(edited[card.index]))
                 out.append(EditDecision(type="edit", edited_action=action))
         elif card.choice == "reject":
-            out.append(RejectDecision(type="reject", message=card.reason.strip() or None))
+            out.append(RejectDecision(type="reject", message=card.reason.strip() or None,
+                                      stop=bool(getattr(card, "reject_stop", False)),
+                                      cancel=bool(getattr(card, "reject_cancel", False))))
         elif card.choice == "respond":
             out.append(RespondDecision(type="respond", message=card.answer))
         else:
@@ -364,14 +239,16 @@ def kept_choice(card: DraftCard, edited: Mapping[int, dict[str, Any]]) -> dict[s
         edited: card index -> the edited arguments that passed the schema check.
 
     Returns:
-        ``{"choice": "approve"}``, ``{"choice": "reject", "reason": str}``, ``{"choice":
+        ``{"choice": "approve"}``, ``{"choice": "reject", "reason": str, "stop": bool, "cancel":
+        bool}`` (reject and stop or tell; on a server's question, cancel or decline), ``{"choice":
         "respond", "answer": str}`` or ``{"choice": "edit", "args": dict}`` (only an edit whose
         arguments passed the check and whose editor is closed); None while undecided or editing.
     """
     if card.choice == "approve":
         return {"choice": "approve"}
     if card.choice == "reject":
-        return {"choice": "reject", "reason": card.reason}
+        return {"choice": "reject", "reason": card.reason, "stop": bool(getattr(card, "reject_stop", False)),
+                "cancel": bool(getattr(card, "reject_cancel", False))}
     if card.choice == "respond":
         return {"choice": "respond", "answer": card.answer}
     if card.choice == "edit" and is_decided(card) and card.index in edited:

@@ -12,7 +12,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from hitl_app.review.schema_form import FormField, value_at
+from hitl_app.review.schema_fields import FormField
+from hitl_app.review.schema_form import value_at
 
 NONE_OPTION = ""
 """The option of an optional enum's select that means "not set"."""

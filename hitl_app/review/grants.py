@@ -58,11 +58,14 @@ class GrantRequest:
 
     @classmethod
     def parse(cls, raw: Any) -> GrantRequest | None:
-        """``{"scope": "thread", "hours": 24}`` (from the browser) -> a request; None/"" -> None.
+        """``{"scope": "thread", "hours": 24}`` (from the browser) -> a request (a request is kept
+        as it is); None/"" -> None.
 
         Raises:
             GrantError("bad_request"): an unknown scope or lifetime, or not a mapping.
         """
+        if isinstance(raw, GrantRequest):
+            return raw
         if raw is None or raw == "" or raw == {}:
             return None
         if not isinstance(raw, Mapping):
@@ -136,7 +139,7 @@ def grant_note(scope: str, granted_by: str, ends: datetime, now: datetime, owner
 
 GRANT_DECIDER = "grant:"
 """Prefix of the decider id a grant's approval is drafted under (``"grant:12"``): a card a grant
-approved when its review arrived (``hitl_app.threads.grant_check.InterruptGrants``)."""
+approved when its review arrived (``hitl_app.desk.grant_check.InterruptGrants``)."""
 
 GRANT_ROLE = "grant"
 """The role such a drafted approval carries."""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 from hitl_app.review.rights_policy import (
     DEFAULT_RIGHTS,
@@ -44,6 +44,8 @@ from hitl_app.review.rights_policy import (
     parse_tool_rights,
     rights_in_force,
 )
+from hitl_app.review.rights_types import DecisionRights, Person, Progress, RecordedDecision, RightsRefused, Verdict
+from hitl_app.review.rights_words import article, names_text, ordinal, who_else_may_decide, who_may_decide
 from hitl_app.review.types import DECISION_TYPES
 
 APPROVING: frozenset[str] = frozenset({"approve", "edit"})
@@ -59,52 +61,6 @@ __all__ = [
     "RightsRefused", "ToolRights", "Verdict", "check_decision", "is_listed", "may_decide", "parse_tool_rights",
     "progress", "rights_in_force", "who_else_may_decide", "who_may_decide",
 ]
-
-
-class Person(Protocol):
-    """The acting account as the rules need it (``hitl_app.auth.Principal`` fits).
-
-    ``account_id`` is compared as text with ``Card.owner_id``; ``role`` is one of ``ROLES`` (a
-    ``str`` enum works); ``email`` is compared case-insensitively with named reviewers.
-    """
-
-    @property
-    def account_id(self) -> int | str:
-        """The account's id."""
-
-    @property
-    def display_name(self) -> str:
-        """The name shown for the reviewer."""
-
-    @property
-    def email(self) -> str:
-        """The account's email address."""
-
-    @property
-    def role(self) -> str:
-        """One of ``ROLES``."""
-
-
-@dataclass(frozen=True)
-class RecordedDecision:
-    """A decision already accepted for a card.
-
-    Attributes:
-        account_id: who decided, as text.
-        display_name: their name at the time (plain text).
-        type: one of ``DECISION_TYPES``.
-        role: the role they decided with (for the audit record), may be ``""``.
-    """
-
-    account_id: str
-    display_name: str
-    type: str
-    role: str = ""
-
-    @classmethod
-    def of(cls, person: Person, decision_type: str) -> RecordedDecision:
-        """The record of ``person`` deciding ``decision_type``."""
-        return cls(str(person.account_id), person.display_name, decision_type, str(person.role))
 
 
 @dataclass(frozen=True)
@@ -165,70 +121,6 @@ class Card:
         return replace(self, recorded=(*self.recorded, RecordedDecision.of(person, decision_type)))
 
 
-class RightsRefused(Exception):
-    """A decision the acting person may not make; ``str()`` is the plain sentence to show."""
-
-
-@dataclass(frozen=True)
-class DecisionRights:
-    """What one person may decide on one card.
-
-    Attributes:
-        allowed: decision types they may send now, in the card's order; empty = none.
-        note: why some or all types are missing (the refusal to show), ``""`` when nothing is.
-        reasons: decision type -> the refusal for that type (only for types the tool allows).
-    """
-
-    allowed: tuple[str, ...]
-    note: str = ""
-    reasons: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def may_decide(self) -> bool:
-        """True when at least one decision type is open to them."""
-        return bool(self.allowed)
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The answer to one proposed decision.
-
-    Attributes:
-        allowed: True = accept it.
-        counts: True = it counts toward the card's approvals (an accepted approve/edit).
-        message: the refusal to show when not allowed, else ``""``.
-    """
-
-    allowed: bool
-    counts: bool = False
-    message: str = ""
-
-
-@dataclass(frozen=True)
-class Progress:
-    """Where a card stands.
-
-    Attributes:
-        needed: approvals the rule needs.
-        approvers: display names of the distinct approvals that count, in order.
-        complete: True when the card is decided (approvals reached, or a final decision).
-        final: the recorded decision that decided it (for approvals, the one that completed the
-            count), None while open.
-        text: one line for the card, e.g. ``"1 of 2 approvals: Dana"`` or ``"Rejected by Lee"``.
-    """
-
-    needed: int
-    approvers: tuple[str, ...]
-    complete: bool
-    final: RecordedDecision | None
-    text: str
-
-    @property
-    def remaining(self) -> int:
-        """Approvals still needed (0 when complete)."""
-        return 0 if self.complete else max(0, self.needed - len(self.approvers))
-
-
 # ---- the rules ---------------------------------------------------------------------------------
 
 def _rank(role: object) -> int:
@@ -251,31 +143,6 @@ def is_listed(rule: ReviewRule, person: Person, *, is_owner: bool) -> bool:
     return False
 
 
-def who_may_decide(rule: ReviewRule) -> str:
-    """``rule.reviewers`` in words, e.g. ``"a reviewer or dana@example.com"``."""
-    roles = [r for r in rule.reviewers if r in ROLES]
-    parts = []
-    if OWNER in rule.reviewers:
-        parts.append("the person who asked")
-    if roles:
-        lowest = min(roles, key=ROLES.index)
-        parts.append(("an " if lowest == "admin" else "a ") + lowest)
-    parts += [r for r in rule.reviewers if r != OWNER and r not in ROLES]
-    return " or ".join(parts)
-
-
-def who_else_may_decide(rule: ReviewRule) -> str:
-    """Who besides the person who asked may decide under ``rule``, in words (``"a reviewer"``);
-    ``""`` when only the person who asked may."""
-    others = tuple(r for r in rule.reviewers if r != OWNER)
-    return who_may_decide(replace(rule, reviewers=others)) if others else ""
-
-
-def _ordinal(n: int) -> str:
-    words = {2: "second", 3: "third", 4: "fourth", 5: "fifth"}
-    return words.get(n, f"{n}th")
-
-
 def may_decide(card: Card, person: Person) -> DecisionRights:
     """The decision types ``person`` may send on ``card`` now, and why others are closed.
 
@@ -294,7 +161,7 @@ def may_decide(card: Card, person: Person) -> DecisionRights:
         if OWNER in rule.reviewers and len(rule.reviewers) == 1:
             refusal = f"Only the person who asked can decide {card.tool}"
         else:
-            refusal = f"{card.tool} needs {who_may_decide(rule)}; you are {_article(person.role)}"
+            refusal = f"{card.tool} needs {who_may_decide(rule)}; you are {article(person.role)}"
         closed = [t for t in card.allowed_decisions if not (is_owner and t == "reject")]
         reasons.update(dict.fromkeys(closed, refusal))
     else:
@@ -302,7 +169,7 @@ def may_decide(card: Card, person: Person) -> DecisionRights:
             reasons.update(dict.fromkeys(APPROVING, "You asked for this action; someone else must approve it"))
         if me in {r.account_id for r in _counted(card)}:
             reasons.update(dict.fromkeys(
-                APPROVING, f"You already approved this; it needs a {_ordinal(len(state.approvers) + 1)} reviewer"
+                APPROVING, f"You already approved this; it needs a {ordinal(len(state.approvers) + 1)} reviewer"
             ))
         if rule.approvals > 1:
             reasons.setdefault(
@@ -312,11 +179,6 @@ def may_decide(card: Card, person: Person) -> DecisionRights:
     allowed = tuple(t for t in card.allowed_decisions if t in DECISION_TYPES and t not in reasons)
     note = next((reasons[t] for t in card.allowed_decisions if t in reasons), "")
     return DecisionRights(allowed, note, reasons)
-
-
-def _article(role: object) -> str:
-    text = str(role) or "signed out"
-    return ("an " if text[:1].lower() in "aeiou" else "a ") + text
 
 
 def check_decision(
@@ -359,10 +221,6 @@ def _counted(card: Card) -> list[RecordedDecision]:
     return out
 
 
-def _names(names: Sequence[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-
-
 def progress(card: Card) -> Progress:
     """The card's state from its recorded decisions (recounted under the card's rule)."""
     needed = card.rule.approvals
@@ -374,7 +232,7 @@ def progress(card: Card) -> Progress:
         verb = "Rejected" if final.type == "reject" else "Answered"
         return Progress(needed, names, True, final, f"{verb} by {final.display_name}")
     if len(counted) >= needed:
-        text = f"Approved by {_names(names)}" if needed == 1 else f"{needed} of {needed} approvals: {_names(names)}"
+        text = f"Approved by {names_text(names)}" if needed == 1 else f"{needed} of {needed} approvals: {names_text(names)}"
         return Progress(needed, names, True, counted[needed - 1], text)
-    text = f"{len(counted)} of {needed} {unit}" + (f": {_names(names)}" if names else "")
+    text = f"{len(counted)} of {needed} {unit}" + (f": {names_text(names)}" if names else "")
     return Progress(needed, names, False, None, text)

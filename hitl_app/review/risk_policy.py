@@ -8,7 +8,11 @@ In the policy file (TOML) a tool's table may carry, beside its review config and
 
 The approval card shows the level as a badge with the note beside it. A high-risk card is never
 filled by "Approve all" / "Approve the rest" (``hitl_app.review.draft``): each one is decided on
-its own. Unset keys mean no badge. Pure: no I/O, nothing of the app imported.
+its own. Unset keys mean no badge.
+
+``on_reject = "stop"`` makes the card's reject "reject and stop" by default (the run ends and the
+model is told not to retry); ``"tell"`` (the default) sends the reason back and the run goes on.
+The reviewer can switch it on each card. Pure: no I/O, nothing of the app imported.
 """
 
 # Tested by: tests/unit/review/test_risk_policy.py
@@ -22,7 +26,7 @@ from typing import Any, Protocol
 RISK_LEVELS: tuple[str, ...] = ("low", "medium", "high")
 """The levels, lowest first."""
 
-RISK_KEYS: frozenset[str] = frozenset({"risk", "risk_note"})
+RISK_KEYS: frozenset[str] = frozenset({"risk", "risk_note", "on_reject"})
 """The keys of a tool's table read by ``parse_tool_risk``."""
 
 MAX_NOTE_CHARS = 200
@@ -40,10 +44,12 @@ class ToolRisk:
     Attributes:
         level: ``""`` (not set), or one of ``RISK_LEVELS``.
         note: one line saying why (``""`` when none).
+        reject_stops: the card's reject stops the run by default (``on_reject = "stop"``).
     """
 
     level: str = ""
     note: str = ""
+    reject_stops: bool = False
 
     @property
     def high(self) -> bool:
@@ -70,7 +76,10 @@ def parse_tool_risk(table: Mapping[str, Any]) -> ToolRisk:
         raise RiskPolicyError(f"risk_note: must be one line of text, at most {MAX_NOTE_CHARS} characters")
     if note.strip() and not level:
         raise RiskPolicyError('risk_note: set risk too, e.g. risk = "high"')
-    return ToolRisk(level=level.strip().lower(), note=note.strip())
+    on_reject = table.get("on_reject", "tell")
+    if on_reject not in ("tell", "stop"):
+        raise RiskPolicyError(f'on_reject: must be "tell" or "stop" (got {on_reject!r})')
+    return ToolRisk(level=level.strip().lower(), note=note.strip(), reject_stops=on_reject == "stop")
 
 
 class _HasRisk(Protocol):
@@ -81,5 +90,5 @@ class _HasRisk(Protocol):
 
 
 def risks_by_tool(rules: Iterable[_HasRisk]) -> dict[str, ToolRisk]:
-    """``{tool: ToolRisk}`` for the rules that set a level (a tool not listed has ``NO_RISK``)."""
-    return {r.tool: r.risk for r in rules if r.risk.level}
+    """``{tool: ToolRisk}`` for the rules that set a level or ``on_reject`` (a tool not listed has ``NO_RISK``)."""
+    return {r.tool: r.risk for r in rules if r.risk.level or r.risk.reject_stops}

@@ -30,6 +30,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hitl_app.review.desk_policy import POLICY_REJECTED
+from hitl_app.review.types import STOP_NOTE
+
 HITL_SOURCE = "hitl_interrupt_decision"
 """``additional_kwargs["lc_source"]`` of the reject/respond messages HumanInTheLoopMiddleware writes."""
 
@@ -55,10 +58,19 @@ class Rejected:
     """The reviewer rejected the call; it did not run.
 
     ``reason`` is the reviewer's text, or None when they gave none. ``text`` is the whole message.
+    ``stopped``: "reject and stop" (``STOP_NOTE`` in the message): the run ends, no retry.
+    ``by_policy``: no person rejected it, a deadline did (the reason begins with
+    ``desk_policy.POLICY_REJECTED``: "Rejected by the policy: the deadline of card 3 passed ...").
     """
 
     text: str
     reason: str | None
+    stopped: bool = False
+
+    @property
+    def by_policy(self) -> bool:
+        """True when the policy (a deadline), not a reviewer, rejected the call."""
+        return bool(self.reason) and str(self.reason).startswith(POLICY_REJECTED)
 
 
 @dataclass(frozen=True)
@@ -126,7 +138,11 @@ def parse_tool_message(
     decision = data.get("decision") if isinstance(data, Mapping) else None
     if source == HITL_SOURCE and decision == "reject":
         match = _REJECT_WITH_REASON.match(text)
-        return Rejected(text=text, reason=match["reason"] if match else None)
+        reason = match["reason"] if match else None
+        stopped = STOP_NOTE in text
+        if reason is not None and stopped:
+            reason = reason.replace(STOP_NOTE, "").strip().rstrip(".") or None
+        return Rejected(text=text, reason=reason, stopped=stopped)
     if source == HITL_SOURCE and decision == "respond":
         return Responded(answer=text)
     if source == GUARD_SOURCE:

@@ -10,25 +10,26 @@ types, unchanged tool name, schema-valid arguments, respond message present.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from hitl_app.review.json_args import ArgsError, ArgsValidator, json_schema_args_validator
 from hitl_app.review.types import (
     DECISION_TYPES,
     MAX_EDIT_JSON_CHARS,
+    QUESTION_SUFFIX,
     ActionRequest,
     AnyDecision,
+    ApproveDecision,
     Decision,
     EditDecision,
     PendingReview,
+    RejectDecision,
     RespondDecision,
     ReviewConfig,
 )
-
-ArgsValidator = Callable[[dict[str, Any]], None]
-"""Checks edited tool arguments; raises ``ArgsError`` with a readable message when they do not fit."""
 
 _DECISION_ADAPTER: TypeAdapter[AnyDecision] = TypeAdapter(Decision)
 
@@ -46,13 +47,6 @@ def already_decided_text(who: str) -> str:
     if who == "You":
         return "You already decided this review; nothing more was sent."
     return f"{who or 'Someone'} already decided this review; your choices were not sent."
-
-
-def refusal_banner(exc: ReviewError) -> str:
-    """What the review panel says of a refused submission: ``exc.message``, except nothing for
-    one's own earlier submission (a double-clicked Submit whose second click landed in the undo
-    window the first opened: the panel already shows that submission, nothing went wrong)."""
-    return "" if exc.code == "already_decided" and exc.message == already_decided_text("You") else exc.message
 
 
 class ReviewError(ValueError):
@@ -74,10 +68,6 @@ class ReviewError(ValueError):
         self.message = message
         self.card_index = card_index
         self.code = code
-
-
-class ArgsError(ValueError):
-    """Edited arguments do not fit the tool's argument schema (message names the field)."""
 
 
 def _describe(value: Any) -> str:
@@ -181,8 +171,11 @@ def validate_edit_args(
 
     Raises ReviewError(code="bad_args") naming the card's tool and the field.
     """
-    name = review.action_requests[index].name
+    action = review.action_requests[index]
+    name = action.name
     validator = validators.get(name)
+    if action.args_schema is not None:  # a request that brings its own schema (an MCP server's question)
+        validator = json_schema_args_validator(action.args_schema)
     if validator is None:
         return
     try:
@@ -246,8 +239,9 @@ def validate_partial(
 ) -> list[AnyDecision | None]:
     """Like ``validate_submission``, for one person's decisions on some of the cards.
 
-    ``raw_decisions`` has one entry per card, in order; ``None`` leaves a card to others (or for
-    later). At least one card must carry a decision.
+    ``raw_decisions`` has one entry per card, in order: a typed decision (the app's own callers) or
+    a payload dict (a client's JSON), each checked against the card's review config; ``None``
+    leaves a card to others (or for later). At least one card must carry a decision.
 
     Raises:
         ReviewError: ``stale`` / ``malformed`` / ``count`` as ``validate_submission``, ``count``
@@ -256,7 +250,7 @@ def validate_partial(
     if review is None or not isinstance(interrupt_id, str) or interrupt_id != review.interrupt_id:
         validate_submission(review, interrupt_id, raw_decisions, validators)  # raises "stale"
     assert review is not None
-    if not isinstance(raw_decisions, list):
+    if not isinstance(raw_decisions, list | tuple):
         raise ReviewError("Decisions must be a list, one entry per card.", code="malformed")
     if len(raw_decisions) != len(review.action_requests) or len(review.review_configs) != len(raw_decisions):
         raise ReviewError(
@@ -280,12 +274,17 @@ def validate_partial(
 
 
 def _check_decision(index: int, raw: Any, action: ActionRequest, config: ReviewConfig) -> AnyDecision:
-    """One card's raw decision as a typed decision allowed by its review config.
+    """One card's decision (typed, or a payload dict from a client) as a typed decision allowed by its
+    review config: the type, an edit's tool and size and an answer's text are checked either way.
+
+    An edit whose arguments equal the proposed ones is returned as an approval when the card allows
+    one (QA: "an edit with no changes was recorded as an edit").
 
     Raises ReviewError (``malformed``, ``not_allowed``, ``missing_message``, ``renamed``,
     ``too_large``) with ``card_index=index``.
     """
-    kind = raw.get("type") if isinstance(raw, dict) else None
+    typed = raw if isinstance(raw, ApproveDecision | EditDecision | RejectDecision | RespondDecision) else None
+    kind = typed.type if typed is not None else raw.get("type") if isinstance(raw, dict) else None
     if kind not in DECISION_TYPES:
         raise ReviewError(
             f"Card {index + 1} ({action.name}) has no valid decision (got {_describe(kind)}).",
@@ -299,7 +298,7 @@ def _check_decision(index: int, raw: Any, action: ActionRequest, config: ReviewC
             code="not_allowed",
         )
     try:
-        decision = _DECISION_ADAPTER.validate_python(raw)
+        decision = typed if typed is not None else _DECISION_ADAPTER.validate_python(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         if kind == "respond" and "message" in err["loc"]:
@@ -312,6 +311,9 @@ def _check_decision(index: int, raw: Any, action: ActionRequest, config: ReviewC
         ) from None
     if isinstance(decision, RespondDecision) and not decision.message.strip():
         raise ReviewError(f"Write an answer for {action.name} before submitting.", card_index=index, code="missing_message")
+    if isinstance(decision, RejectDecision) and decision.cancel and not action.name.endswith(QUESTION_SUFFIX):
+        raise ReviewError(f"Cancel answers an MCP server's question; {action.name} is a tool call: reject it instead.",
+                          card_index=index, code="not_allowed")
     if isinstance(decision, EditDecision):
         if decision.edited_action.name != action.name:
             raise ReviewError(
@@ -325,4 +327,7 @@ def _check_decision(index: int, raw: Any, action: ActionRequest, config: ReviewC
                 card_index=index,
                 code="too_large",
             )
+        if decision.edited_action.args == action.args and "approve" in config.allowed_decisions:
+            # an edit that changed nothing is an approval: the audit, the metrics and the model say so
+            return ApproveDecision(type="approve")
     return decision

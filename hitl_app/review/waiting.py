@@ -1,5 +1,4 @@
-"""Which approval cards wait for a person: the rule behind the review inbox and the reminder mail;
-and what a tab says when another submission decided the review first (``overtaken_note``).
+"""Which approval cards wait for a person: the rule behind the review inbox and the reminder mail.
 
 Pure, built on ``hitl_app.review.rights`` (the rules themselves are not changed here). A card
 waits for ``person`` when all of these hold:
@@ -14,9 +13,6 @@ waits for ``person`` when all of these hold:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from hitl_app.review.draft import OPEN, DraftCard
 from hitl_app.review.rights import Card, Person, is_listed, may_decide, progress
 
 
@@ -36,10 +32,3 @@ def approvals_left(card: Card) -> int:
     """Approvals ``card`` still needs (0 when decided); e.g. 2 for a fresh two-person card."""
     return progress(card).remaining
 
-
-def overtaken_note(cards: Sequence[DraftCard], by: str) -> str:
-    """What a tab says when ``by``'s submission decided the review while this person had choices
-    on cards still open to them (not sent); ``""`` when none (their own submitted cards do not count)."""
-    if not any(card.choice and card.standing == OPEN for card in cards):
-        return ""
-    return f"{by or 'Someone else'} decided this review first; your choices were not sent."

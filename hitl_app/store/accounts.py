@@ -1,4 +1,5 @@
-"""SQLModel tables and data functions for accounts, sign-in sessions, invites and sign-in attempts.
+"""SQLModel tables and data functions for accounts, sign-in sessions and invites
+(the sign-in attempts that the rate limits count are in ``store/sign_in_attempts.py``).
 
 Tables (created with the app's other tables by ``create_schema``):
 
@@ -8,7 +9,6 @@ Tables (created with the app's other tables by ``create_schema``):
 - ``AuthSession``: one signed-in browser. Only the SHA-256 of the session token is stored, so a
   copy of the database does not hand out working sessions.
 - ``Invite``: a one-time link to create an account; only the SHA-256 of its token is stored.
-- ``SignInAttempt``: one sign-in try, for the rate limits (per email and per client address).
 
 The functions are small, keyword-only and take an open ``AsyncSession``; the caller commits.
 Times are timezone-aware UTC ``datetime`` values.
@@ -18,10 +18,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import UniqueConstraint, delete, func, update
+from sqlalchemy import ColumnElement, UniqueConstraint, delete, func, or_, update
 from sqlmodel import Field, SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from hitl_app.store.sign_in_attempts import SignInAttempt
 from hitl_app.store.tables import table_of, utcnow
 
 
@@ -72,18 +73,6 @@ class Invite(SQLModel, table=True):
     expires_at: datetime
     used_at: datetime | None = Field(default=None)
     revoked_at: datetime | None = Field(default=None)
-
-
-class SignInAttempt(SQLModel, table=True):
-    """One sign-in try: when, for which email (normalised), from which client address, and result."""
-
-    __tablename__ = "sign_in_attempts"
-
-    id: int | None = Field(default=None, primary_key=True)
-    at: datetime = Field(default_factory=utcnow, index=True)
-    email_key: str = Field(max_length=320, index=True)
-    client: str = Field(default="", max_length=100, index=True)
-    succeeded: bool = Field(default=False)
 
 
 ACCOUNT_TABLES = [
@@ -233,8 +222,20 @@ async def add_invite(*, session: AsyncSession, invite: Invite) -> None:
     await session.flush()
 
 
+def maker_may_invite() -> ColumnElement[bool]:
+    """SQL condition on ``Invite``: its maker may still invite (the command line, ``created_by``
+    NULL, or an account that is an active admin now)."""
+    active_admin = (
+        select(Account.id)
+        .where(col(Account.id) == col(Invite.created_by), Account.role == "admin", col(Account.disabled).is_(False))
+        .exists()
+    )
+    return or_(col(Invite.created_by).is_(None), active_admin)
+
+
 async def use_invite(*, session: AsyncSession, token_hash: str, now: datetime) -> Invite | None:
-    """Mark the invite used, if it exists, is unused and has not expired; return it, else None.
+    """Mark the invite used, if it exists, is unused, not revoked, has not expired and its maker
+    may still invite (``maker_may_invite``); return it, else None.
 
     A conditional UPDATE, so of two concurrent accepts exactly one gets the invite.
     """
@@ -245,6 +246,7 @@ async def use_invite(*, session: AsyncSession, token_hash: str, now: datetime) -
             col(Invite.used_at).is_(None),
             col(Invite.revoked_at).is_(None),
             col(Invite.expires_at) > now,
+            maker_may_invite(),
         )
         .values(used_at=now)
     )
@@ -252,6 +254,16 @@ async def use_invite(*, session: AsyncSession, token_hash: str, now: datetime) -
     if not result.rowcount:
         return None
     return await session.get(Invite, token_hash)
+
+
+async def invite_usable(*, session: AsyncSession, token_hash: str, now: datetime) -> bool:
+    """True when the invite exists, is unused, not revoked and not expired at ``now`` (a cheap
+    look-up before any password is hashed; ``use_invite`` decides for real)."""
+    stmt = select(Invite.token_hash).where(
+        col(Invite.token_hash) == token_hash, col(Invite.used_at).is_(None), col(Invite.revoked_at).is_(None),
+        col(Invite.expires_at) > now, maker_may_invite(),
+    )
+    return (await session.exec(stmt)).first() is not None
 
 
 async def get_invite(*, session: AsyncSession, token_hash: str) -> Invite | None:
@@ -273,6 +285,17 @@ async def pending_invites(*, session: AsyncSession, now: datetime, email_key: st
     return list((await session.exec(stmt)).all())
 
 
+async def revoke_invites_by(*, session: AsyncSession, account_id: int, now: datetime) -> int:
+    """Revoke every unused, unrevoked invite ``account_id`` made (their maker was disabled or is no
+    admin any more); returns how many; not committed."""
+    result = await session.exec(
+        update(Invite)
+        .where(col(Invite.created_by) == account_id, col(Invite.used_at).is_(None), col(Invite.revoked_at).is_(None))
+        .values(revoked_at=now)
+    )
+    return int(result.rowcount or 0)
+
+
 async def revoke_invite(*, session: AsyncSession, token_hash: str, now: datetime) -> bool:
     """Revoke a pending invite (a conditional UPDATE: an invite accepted meanwhile stays used).
     True when this call revoked it; not committed."""
@@ -282,37 +305,3 @@ async def revoke_invite(*, session: AsyncSession, token_hash: str, now: datetime
         .values(revoked_at=now)
     )
     return bool(result.rowcount)
-
-
-# --- sign-in attempts -------------------------------------------------------------------------
-
-
-async def add_attempt(*, session: AsyncSession, email_key: str, client: str, succeeded: bool, at: datetime) -> None:
-    """Record one sign-in try."""
-    session.add(SignInAttempt(at=at, email_key=email_key, client=client, succeeded=succeeded))
-    await session.flush()
-
-
-async def failure_times(
-    *, session: AsyncSession, since: datetime, email_key: str | None = None, client: str | None = None
-) -> list[datetime]:
-    """Times of failed tries after ``since`` for an email and/or a client address, oldest first."""
-    stmt = select(SignInAttempt.at).where(col(SignInAttempt.at) > since, col(SignInAttempt.succeeded).is_(False))
-    if email_key is not None:
-        stmt = stmt.where(SignInAttempt.email_key == email_key)
-    if client is not None:
-        stmt = stmt.where(SignInAttempt.client == client)
-    return list((await session.exec(stmt.order_by(col(SignInAttempt.at)))).all())
-
-
-async def forget_failures(*, session: AsyncSession, email_key: str) -> None:
-    """Delete the failed tries of an email (called after a successful sign-in)."""
-    stmt = delete(SignInAttempt).where(
-        col(SignInAttempt.email_key) == email_key, col(SignInAttempt.succeeded).is_(False)
-    )
-    await session.exec(stmt)
-
-
-async def prune_attempts(*, session: AsyncSession, before: datetime) -> None:
-    """Delete tries older than ``before`` (they no longer count toward any window)."""
-    await session.exec(delete(SignInAttempt).where(col(SignInAttempt.at) < before))

@@ -15,19 +15,22 @@ import json
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import ColumnElement, exists, or_, true
+from sqlalchemy import ColumnElement, exists, func, or_, true
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.review.rights import Person
+from hitl_app.review.shown import shown_controls
+from hitl_app.review.types import DECISION_STYLES
+from hitl_app.review.via import PAGE, via_label
 from hitl_app.store.tables import AuditRecord, DecisionDraft, ThreadRecord
 
 EXPORT_FIELDS = (
     "thread_id", "interrupt_id", "action_index", "tool_call_id", "tool_name", "decision_type",
     "args_proposed", "args_executed", "message", "reviewer", "reviewer_id", "reviewer_role", "deciders",
     "requested_at", "decided_at",
-    "waited_seconds", "checkpoint_id",
+    "waited_seconds", "checkpoint_id", "via",
 )
 """Columns of the CSV/JSON exports, in order (every field the audit record keeps)."""
 
@@ -38,8 +41,9 @@ class AuditRow:
 
     ``reviewer`` is the display name(s) at the time (``"Dana and Ada"`` for two approvals),
     ``reviewer_id`` / ``reviewer_role`` the account and role that decided the card, ``deciders``
-    everyone who decided on it, e.g. ``"Dana (reviewer, #3) approved; Ada (admin, #5) approved"``
-    (empty for records made before accounts).
+    everyone who decided on it, e.g. ``"Dana (reviewer, #3) approved; Ada (admin, #5) approved by API token"``
+    (empty for records made before accounts; a door other than the page is named); ``via`` how the
+    deciding decision arrived (``""``: before it was kept, a person on the page).
     """
 
     thread_id: str
@@ -60,6 +64,8 @@ class AuditRow:
     reviewer_id: str = ""
     reviewer_role: str = ""
     deciders: str = ""
+    via: str = ""  # how the decision arrived: "page", "api", "mail", "deadline", "grant:<id>" (hitl_app.review.via)
+    via_label: str = ""  # the same as the page says it ("API token", "mail link", "grant #3")
     waited: str = ""  # the wait as the page shows it ("14 s", "1 min"; filled by the audit page, not exported)
 
 
@@ -95,8 +101,10 @@ def _visible(viewer: Person | None, owner: str) -> ColumnElement[bool] | None:
 def _deciders(value: list[dict[str, str]] | None) -> str:
     parts = []
     for d in value or []:
-        verb = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "answered"}.get(d.get("type", ""), "")
-        parts.append(f"{d.get('display_name', '')} ({d.get('role', '')}, #{d.get('account_id', '')}) {verb}".strip())
+        style = DECISION_STYLES.get(d.get("type", ""))  # type: ignore[call-overload]
+        verb = style.past if style is not None else ""
+        how = f" by {via_label(d['via'])}" if d.get("via") not in (None, "", PAGE) else ""  # the page goes unsaid
+        parts.append(f"{d.get('display_name', '')} ({d.get('role', '')}, #{d.get('account_id', '')}) {verb}{how}".strip())
     return "; ".join(parts)
 
 
@@ -110,8 +118,9 @@ def _audit_row(r: AuditRecord, title: str | None) -> AuditRow:
         tool_call_id=r.tool_call_id or "",
         tool_name=r.tool_name,
         decision_type=r.decision_type,
-        args_proposed=json.dumps(r.args_proposed, ensure_ascii=False, sort_keys=True),
-        args_executed="" if r.args_executed is None else json.dumps(r.args_executed, ensure_ascii=False, sort_keys=True),
+        args_proposed=shown_controls(json.dumps(r.args_proposed, ensure_ascii=False, sort_keys=True)),
+        args_executed="" if r.args_executed is None else shown_controls(
+            json.dumps(r.args_executed, ensure_ascii=False, sort_keys=True)),
         message=r.message or "",
         reviewer=r.reviewer,
         requested_at=_iso(r.requested_at),
@@ -121,7 +130,21 @@ def _audit_row(r: AuditRecord, title: str | None) -> AuditRow:
         reviewer_id=r.reviewer_id or "",
         reviewer_role=r.reviewer_role or "",
         deciders=_deciders(r.deciders),
+        via=r.via or "",
+        via_label=via_label(r.via),
     )
+
+
+def _filtered(stmt, visible, thread_id: str, tool_name: str, decision_type: str):  # noqa: ANN001, ANN202 - a select
+    """``stmt`` (over AuditRecord joined with its ThreadRecord) restricted to what is visible and the filters."""
+    stmt = stmt.join(ThreadRecord, col(ThreadRecord.thread_id) == col(AuditRecord.thread_id)).where(visible)
+    if thread_id:
+        stmt = stmt.where(AuditRecord.thread_id == thread_id)
+    if tool_name:
+        stmt = stmt.where(AuditRecord.tool_name == tool_name)
+    if decision_type:
+        stmt = stmt.where(AuditRecord.decision_type == decision_type)
+    return stmt
 
 
 async def list_decisions(
@@ -133,6 +156,7 @@ async def list_decisions(
     tool_name: str = "",
     decision_type: str = "",
     limit: int = 1000,
+    offset: int = 0,
 ) -> list[AuditRow]:
     """The decisions ``viewer`` may see, newest first, optionally filtered ("" = any).
 
@@ -145,26 +169,45 @@ async def list_decisions(
         tool_name: only decisions on this tool.
         decision_type: only this type (``approve``, ``edit``, ``reject``, ``respond``).
         limit: at most this many rows.
+        offset: skip this many of the newest first (a page: ``offset``, ``limit``).
     """
     visible = _visible(viewer, owner)
     if visible is None:
         return []
-    stmt = (
-        select(AuditRecord, ThreadRecord.title)
-        .join(ThreadRecord, col(ThreadRecord.thread_id) == col(AuditRecord.thread_id))
-        .where(visible)
-        .order_by(col(AuditRecord.decided_at).desc(), col(AuditRecord.id).desc())
-        .limit(limit)
-    )
-    if thread_id:
-        stmt = stmt.where(AuditRecord.thread_id == thread_id)
-    if tool_name:
-        stmt = stmt.where(AuditRecord.tool_name == tool_name)
-    if decision_type:
-        stmt = stmt.where(AuditRecord.decision_type == decision_type)
+    stmt = _filtered(select(AuditRecord, ThreadRecord.title), visible, thread_id, tool_name, decision_type)
+    stmt = stmt.order_by(col(AuditRecord.decided_at).desc(), col(AuditRecord.id).desc()).offset(offset).limit(limit)
     async with AsyncSession(engine) as session:
         rows = (await session.exec(stmt)).all()
     return [_audit_row(r, title) for r, title in rows]
+
+
+async def count_decisions(
+    *, engine: AsyncEngine, viewer: Person | None = None, owner: str = "", thread_id: str = "", tool_name: str = "",
+    decision_type: str = "",
+) -> int:
+    """How many decisions ``list_decisions`` with the same arguments would list without a limit (one COUNT)."""
+    visible = _visible(viewer, owner)
+    if visible is None:
+        return 0
+    stmt = _filtered(select(func.count()).select_from(AuditRecord), visible, thread_id, tool_name, decision_type)
+    async with AsyncSession(engine) as session:
+        return int((await session.exec(stmt)).one())
+
+
+async def decision_options(
+    *, engine: AsyncEngine, viewer: Person | None = None, owner: str = ""
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """The filters' choices over every decision ``viewer`` may see: ``(thread_id, title)`` pairs and tool
+    names, each once (SELECT DISTINCT; no decision rows are read)."""
+    visible = _visible(viewer, owner)
+    if visible is None:
+        return [], []
+    threads = _filtered(select(AuditRecord.thread_id, ThreadRecord.title), visible, "", "", "").distinct()
+    tools = _filtered(select(AuditRecord.tool_name), visible, "", "", "").distinct().order_by(col(AuditRecord.tool_name))
+    async with AsyncSession(engine) as session:
+        pairs = [(t, title or "") for t, title in (await session.exec(threads)).all()]
+        names = list((await session.exec(tools)).all())
+    return pairs, names
 
 
 def to_json(*, rows: list[AuditRow]) -> str:

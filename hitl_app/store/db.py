@@ -78,11 +78,16 @@ def create_schema(engines: Engines) -> None:
     """Create every app table that is missing (idempotent: safe on every start, and from several
     workers at once on PostgreSQL, where it runs under an advisory lock)."""
     from hitl_app.store.accounts import ACCOUNT_TABLES
+    from hitl_app.store.api_tokens import API_TABLES
+    from hitl_app.store.audit_chain import CHAIN_TABLES
     from hitl_app.store.choices import CHOICE_TABLES
     from hitl_app.store.desk_tables import DESK_TABLES
+    from hitl_app.store.mail_links import MAIL_TABLES
     from hitl_app.store.tables import APP_TABLES
+    from hitl_app.store.webhooks import WEBHOOK_TABLES
 
-    tables = APP_TABLES + ACCOUNT_TABLES + DESK_TABLES + CHOICE_TABLES
+    tables = APP_TABLES + ACCOUNT_TABLES + DESK_TABLES + CHOICE_TABLES + CHAIN_TABLES + API_TABLES + MAIL_TABLES
+    tables += WEBHOOK_TABLES
     if engines.database.sqlite_path is not None:
         # create_all checks, then creates: two workers starting at once on a new file would both
         # try to create a table ("table threads already exists"); one at a time, under a file lock

@@ -12,7 +12,7 @@ Exactly once, across workers and restarts:
   ``undone`` the same way (only before ``due_at``), so a review is either resumed once or undone.
 """
 
-# Tested by: tests/integration/threads/test_review_desk.py - deadlines, undo windows and events on SQLite and PostgreSQL
+# Tested by: tests/integration/desk/test_review_desk.py - deadlines, undo windows and events on SQLite and PostgreSQL
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from hitl_app.store.audit_chain import append_facts, event_fact
 from hitl_app.store.desk_tables import ReviewEvent, ReviewExpiry, ScheduledResume
 from hitl_app.store.tables import ReviewRequestRecord, utcnow
 
@@ -139,8 +140,10 @@ async def undo_resume(*, session: AsyncSession, interrupt_id: str, now: datetime
 
 
 async def add_event(*, session: AsyncSession, event: ReviewEvent) -> None:
-    """Record a review event; commits."""
+    """Record a review event and its link in the audit chain; commits."""
     session.add(event)
+    await session.flush()
+    await append_facts(session=session, facts=[event_fact(event)])
     await session.commit()
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import SQLModel, col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
+from hitl_app.store.audit_chain import append_facts, decided_fact
 from hitl_app.store.reviews import AlreadyDecided, is_claimed
 from hitl_app.store.tables import AuditRecord, DecisionDraft, ReviewRequestRecord, utcnow
 
@@ -34,13 +35,15 @@ class DraftConflict(Exception):
 
 @dataclass(frozen=True)
 class NewDraft:
-    """One decision to write: card ``action_index``, who (id as text, name, role), the payload."""
+    """One decision to write: card ``action_index``, who (id as text, name, role), the payload, and
+    how it arrived (``via``: ``hitl_app.review.via``; None for the policy's own rejections)."""
 
     action_index: int
     account_id: str
     display_name: str
     role: str
     decision: dict[str, Any] = field(default_factory=dict)
+    via: str | None = None
 
     @property
     def decision_type(self) -> str:
@@ -64,6 +67,20 @@ async def has_decided(*, session: AsyncSession, thread_id: str, account_id: str)
 def next_seq(drafts: Sequence[DecisionDraft]) -> int:
     """The ``seq`` the next decision on the interrupt gets: one past the largest read (0 for none)."""
     return max((d.seq for d in drafts), default=-1) + 1
+
+
+def _draft_rows(
+    thread_id: str, interrupt_id: str, base_seq: int, drafts: Sequence[NewDraft], now: datetime, *, completing: bool
+) -> list[DecisionDraft]:
+    return [
+        DecisionDraft(
+            thread_id=thread_id, interrupt_id=interrupt_id, seq=base_seq + i, action_index=d.action_index,
+            account_id=d.account_id[:100], display_name=d.display_name[:NAME_CHARS] or "anonymous",
+            role=d.role[:20], decision_type=d.decision_type, decision=d.decision, decided_at=now,
+            completing=completing, via=d.via,
+        )
+        for i, d in enumerate(drafts)
+    ]
 
 
 async def write_drafts(
@@ -101,24 +118,16 @@ async def write_drafts(
     now = now or utcnow()
     if claim and await is_claimed(session=session, interrupt_id=interrupt_id):
         raise AlreadyDecided(interrupt_id)
-    rows = [
-        DecisionDraft(
-            thread_id=thread_id, interrupt_id=interrupt_id, seq=base_seq + i, action_index=d.action_index,
-            account_id=d.account_id[:100], display_name=d.display_name[:NAME_CHARS] or "anonymous",
-            role=d.role[:20], decision_type=d.decision_type, decision=d.decision, decided_at=now,
-            completing=bool(claim),
-        )
-        for i, d in enumerate(drafts)
-    ]
+    rows = _draft_rows(thread_id, interrupt_id, base_seq, drafts, now, completing=bool(claim))
     request = await session.get(ReviewRequestRecord, interrupt_id) if claim else None
-    session.add_all(rows)
-    session.add_all(list(claim))
-    session.add_all(list(also))
-    if claim:
-        if request is not None:
-            request.decided = True
-            session.add(request)
+    session.add_all([*rows, *claim, *also])
+    if request is not None:
+        request.decided = True
+        session.add(request)
     try:
+        await session.flush()
+        if claim:  # the claim's audit rows and their link in the chain commit together
+            await append_facts(session=session, facts=[decided_fact(claim)])
         await session.commit()
     except IntegrityError:
         await session.rollback()

@@ -9,7 +9,7 @@ as reviewer, the line "approved by grant: ...") under a key derived from the too
 replayed check of the same call records it once and counts it once.
 """
 
-# Tested by: tests/integration/threads/test_review_desk.py - grants made, matched, revoked and expired
+# Tested by: tests/integration/desk/test_review_desk.py - grants made, matched, revoked and expired
 
 from __future__ import annotations
 
@@ -25,6 +25,7 @@ from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.review.grants import GrantRequest, args_hash, covers, grant_note, grant_of
+from hitl_app.store.audit_chain import append_facts, decided_fact
 from hitl_app.store.desk_tables import GrantRecord
 from hitl_app.store.tables import AuditRecord, utcnow
 
@@ -101,14 +102,17 @@ async def use_grant(
     Returns the line to show under the call. A second use for the same call id records nothing.
     """
     note = grant_note(grant.scope, grant.granted_by_name, grant.expires_at, now, grant.owner_name)
-    session.add(AuditRecord(
+    row = AuditRecord(
         thread_id=thread_id, interrupt_id=grant_audit_key(thread_id, tool_call_id), action_index=0,
         tool_call_id=tool_call_id, tool_name=grant.tool, decision_type="approve", args_proposed=dict(args),
         args_executed=dict(args), message=note, reviewer=grant.granted_by_name, reviewer_id=grant.granted_by_id,
         reviewer_role=grant.granted_by_role or None, requested_at=now, decided_at=now, waited_seconds=0.0,
         via=f"grant:{grant.id}",
-    ))
+    )
+    session.add(row)
     try:
+        await session.flush()
+        await append_facts(session=session, facts=[decided_fact([row])])
         await session.commit()
     except IntegrityError:  # this call was approved by a grant already (a replayed check)
         await session.rollback()

@@ -1,10 +1,13 @@
-"""Reviews in the app database: the "requested" row, the exactly-once claim, the audit read.
+"""Reviews decided in the app database: the exactly-once claim (the audit rows), its release, the
+audit read, and the executed arguments of calls whose run ended first. The "requested" row of a
+review waiting is ``hitl_app.store.review_requests``.
 
 Keyword-only functions taking an ``AsyncSession``; the writers commit.
 
-The claim: ``claim_review`` inserts one ``AuditRecord`` per decision in one transaction.
-``(interrupt_id, action_index)`` is unique, so of any number of concurrent claims on one interrupt
-(tabs, retries, worker processes) exactly one commits; the others get ``AlreadyDecided``. The
+The claim: one ``AuditRecord`` per decision (``audit_rows``), written by
+``hitl_app.store.drafts.write_drafts(claim=...)`` in one transaction with the drafts that decide the
+last card. ``(interrupt_id, action_index)`` is unique, so of any number of concurrent claims on one
+interrupt (tabs, retries, worker processes) exactly one commits; the others get ``AlreadyDecided``. The
 claim is made before the graph is resumed; ``release_claim`` undoes it when the resume never
 reached the checkpoint, so the review stays answerable.
 """
@@ -16,15 +19,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import or_, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, delete, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.review.types import AnyDecision, PendingReview, decision_message, executed_args
+from hitl_app.store.audit_chain import append_facts
 from hitl_app.store.grants import withdraw_completing
-from hitl_app.store.tables import AuditRecord, DecisionDraft, ReviewRequestRecord, ThreadRecord, utcnow
+from hitl_app.store.tables import AuditRecord, DecisionDraft, ReviewRequestRecord, ToolEffect
 
 REVIEWER_CHARS = 100
 """Longest reviewer name stored, in characters."""
@@ -45,7 +46,7 @@ class AlreadyDecided(Exception):
 @dataclass(frozen=True)
 class AuditEntry:
     """A decision as shown under its tool call (times aware UTC, ``waited_seconds`` in seconds;
-    ``via``: ``"grant:<id>"`` or ``"deadline"`` when no person decided it then; ``args_proposed`` /
+    ``via``: how it arrived (``hitl_app.review.via``: page, api, mail, deadline, ``grant:<id>``); ``args_proposed`` /
     ``args_executed`` the model's and the run's arguments, None when unknown)."""
 
     tool_call_id: str | None
@@ -60,82 +61,6 @@ class AuditEntry:
     args_executed: dict[str, Any] | None = None
 
 
-def review_cards(review: PendingReview) -> list[dict[str, Any]]:
-    """The review's cards as stored in ``ReviewRequestRecord.cards``:
-    ``[{"name", "args", "allowed_decisions"}]``, one per action request, in order."""
-    return [
-        {"name": a.name, "args": dict(a.args), "allowed_decisions": list(c.allowed_decisions)}
-        for a, c in zip(review.action_requests, review.review_configs, strict=True)
-    ]
-
-
-async def record_review_requested(*, session: AsyncSession, review: PendingReview) -> datetime:
-    """Write the review's "requested" row once per interrupt, however often it is read; commits.
-
-    Returns the row's ``requested_at`` (aware UTC: when the review was first shown). A row an older
-    version wrote without ``cards`` gets them now (its time stays)."""
-    existing = await session.get(ReviewRequestRecord, review.interrupt_id)
-    if existing is not None:
-        if existing.cards is None:
-            existing.cards = review_cards(review)
-            session.add(existing)
-            await session.commit()
-        return existing.requested_at
-    row = ReviewRequestRecord(
-        interrupt_id=review.interrupt_id,
-        thread_id=review.thread_id,
-        action_count=len(review.action_requests),
-        tool_names=",".join(a.name for a in review.action_requests)[:2000],
-        cards=review_cards(review),
-    )
-    at = row.requested_at
-    session.add(row)
-    try:
-        await session.commit()
-    except IntegrityError:  # another reader wrote it first
-        await session.rollback()
-        other = await session.get(ReviewRequestRecord, review.interrupt_id)
-        return other.requested_at if other is not None else at
-    return at
-
-
-async def record_review_waiting(*, session: AsyncSession, review: PendingReview) -> tuple[bool, str | None]:
-    """The two index rows of a new review in one transaction (one commit): its "requested" row
-    (as ``record_review_requested``) and its thread's row marked ``pending_review`` and touched
-    (as ``touch_thread``; a thread without a row gets one, owner unknown). Commits.
-
-    Returns (True when the "requested" row is new, the thread's owner as stored: account id as
-    text, None when unknown), for the review signal's audience. Raises what the database raises
-    (nothing is then written).
-    """
-    cards = review_cards(review)
-    values: dict[str, Any] = {
-        "interrupt_id": review.interrupt_id, "thread_id": review.thread_id, "requested_at": utcnow(),
-        "action_count": len(review.action_requests),
-        "tool_names": ",".join(a.name for a in review.action_requests)[:2000],
-        "decided": False, "cards": cards,
-    }
-    bind = session.bind
-    is_postgres = bind is not None and bind.dialect.name == "postgresql"
-    insert = (pg_insert if is_postgres else sqlite_insert)(ReviewRequestRecord).values(**values)
-    inserted = insert.on_conflict_do_nothing(index_elements=["interrupt_id"]).returning(col(ReviewRequestRecord.interrupt_id))
-    new = (await session.exec(inserted)).first() is not None
-    if not new:  # written before (a re-read): an older row gets its cards
-        existing = await session.get(ReviewRequestRecord, review.interrupt_id)
-        if existing is not None and existing.cards is None:
-            existing.cards = cards
-            session.add(existing)
-    touched = update(ThreadRecord).where(col(ThreadRecord.thread_id) == review.thread_id)
-    owners = await session.exec(
-        touched.values(updated_at=utcnow(), pending_review=True).returning(col(ThreadRecord.owner))
-    )
-    found = owners.first()
-    if found is None:
-        session.add(ThreadRecord(thread_id=review.thread_id, owner=None, pending_review=True))
-    await session.commit()
-    return new, None if found is None else found[0]
-
-
 @dataclass(frozen=True)
 class DecidedBy:
     """Who decided one card, for its audit row.
@@ -146,6 +71,7 @@ class DecidedBy:
         reviewer_role: the role it decided with (``""`` unknown).
         deciders: every decision on the card, ``[{"account_id", "display_name", "role", "type"}]``.
         asked: who the policy asked, ``"|reviewer|admin|dana@example.com|"`` (``""`` = the owner).
+        via: how the decision that completed the card arrived (``hitl_app.review.via``; None unknown).
     """
 
     reviewer: str
@@ -153,12 +79,7 @@ class DecidedBy:
     reviewer_role: str = ""
     deciders: tuple[dict[str, str], ...] = ()
     asked: str = ""
-
-
-async def requested_at(*, session: AsyncSession, interrupt_id: str, now: datetime) -> datetime:
-    """When the review ``interrupt_id`` was first shown (``now`` when it has no "requested" row)."""
-    request = await session.get(ReviewRequestRecord, interrupt_id)
-    return request.requested_at if request is not None else now
+    via: str | None = None
 
 
 def audit_rows(
@@ -188,6 +109,7 @@ def audit_rows(
                 reviewer_role=by.reviewer_role[:20] or None,
                 deciders=[dict(d) for d in by.deciders] or None,
                 asked=by.asked[:2000] or None,
+                via=by.via,
                 requested_at=requested,
                 decided_at=now,
                 waited_seconds=max(0.0, (now - requested).total_seconds()),
@@ -197,46 +119,8 @@ def audit_rows(
     return rows
 
 
-async def claim_review(
-    *,
-    session: AsyncSession,
-    review: PendingReview,
-    decisions: list[AnyDecision],
-    reviewer: str | DecidedBy,
-    now: datetime | None = None,
-) -> None:
-    """Record ``decisions`` (one per action request, in order) as the review's audit rows; commits.
-
-    Args:
-        session: the app database session (committed here).
-        review: the pending review the decisions answer.
-        decisions: one per action request, in order.
-        reviewer: who decided every card (a name is cut to ``REVIEWER_CHARS``; empty becomes
-            ``anonymous``).
-        now: the decision time (aware UTC; default: now). ``waited_seconds`` counts from the
-            "requested" row (or from ``now`` when there is none).
-
-    Raises:
-        AlreadyDecided: the interrupt was claimed already (by anyone, in any process).
-        ValueError: ``decisions`` and the action requests differ in length.
-    """
-    now = now or utcnow()
-    by = reviewer if isinstance(reviewer, DecidedBy) else DecidedBy(reviewer)
-    requested = await requested_at(session=session, interrupt_id=review.interrupt_id, now=now)
-    request = await session.get(ReviewRequestRecord, review.interrupt_id)
-    session.add_all(audit_rows(review=review, decisions=decisions, who=[by] * len(decisions), requested=requested, now=now))
-    if request is not None:
-        request.decided = True
-        session.add(request)
-    try:
-        await session.commit()
-    except IntegrityError:
-        await session.rollback()
-        raise AlreadyDecided(review.interrupt_id) from None
-
-
 async def release_claim(
-    *, session: AsyncSession, interrupt_id: str, claimed_before: datetime | None = None
+    *, session: AsyncSession, interrupt_id: str, claimed_before: datetime | None = None, keep_decisions: bool = False
 ) -> int:
     """Undo the claim on ``interrupt_id`` (its audit rows, the drafts written with them and the
     grants made with those go: ``store.grants.withdraw_completing``; the review is answerable
@@ -247,6 +131,8 @@ async def release_claim(
         interrupt_id: the review's interrupt id.
         claimed_before: only release a claim made before this time (aware UTC), e.g. a claim left
             by a worker that died; a newer claim may belong to a run that is still starting.
+        keep_decisions: keep the drafts and grants written with the claim (only the audit rows go):
+            an undo window that ended after an approval of it stopped counting (the card says why).
 
     Returns:
         How many audit rows were deleted (0: nothing was claimed, or the claim is too new).
@@ -254,14 +140,18 @@ async def release_claim(
     stmt = delete(AuditRecord).where(col(AuditRecord.interrupt_id) == interrupt_id)
     if claimed_before is not None:
         stmt = stmt.where(col(AuditRecord.decided_at) < claimed_before)
-    deleted = (await session.exec(stmt)).rowcount
-    if deleted:  # the decisions written with the claim go with it (earlier people's drafts stay)
+    ids = sorted(int(i) for i in (await session.exec(stmt.returning(col(AuditRecord.id)))).scalars())
+    deleted = len(ids)
+    if ids:  # the release is a fact of the audit too: its link commits with it
+        await append_facts(session=session, facts=[("released", {"interrupt_id": interrupt_id, "ids": ids})])
+    if deleted and not keep_decisions:  # the decisions written with the claim go with it (earlier people's drafts stay)
         await session.exec(
             delete(DecisionDraft).where(
                 col(DecisionDraft.interrupt_id) == interrupt_id, col(DecisionDraft.completing).is_(True)
             )
         )
         await withdraw_completing(session=session, interrupt_id=interrupt_id)  # the grants made with them too
+    if deleted:
         request = await session.get(ReviewRequestRecord, interrupt_id)
         if request is not None:
             request.decided = False
@@ -303,13 +193,65 @@ async def audit_for_thread(*, session: AsyncSession, thread_id: str) -> dict[str
     }
 
 
+async def clear_executed(*, session: AsyncSession, thread_id: str, tool_call_ids: list[str]) -> int:
+    """Forget the executed arguments of decisions whose tool calls never ran (their run ended
+    first: Stop, a limit, a failure), so the audit shows none; returns the rows changed. Commits."""
+    if not tool_call_ids:
+        return 0
+    result = await session.exec(
+        update(AuditRecord)
+        .where(col(AuditRecord.thread_id) == thread_id, col(AuditRecord.tool_call_id).in_(tool_call_ids))
+        .values(args_executed=None)
+        .returning(col(AuditRecord.id))
+    )
+    ids = sorted(int(i) for i in result.scalars())
+    if ids:
+        await append_facts(session=session, facts=[("cleared", {"ids": ids})])
+    await session.commit()
+    return len(ids)
+
+
+async def finished_after_end(*, session: AsyncSession, keys: list[str]) -> dict[str, str]:
+    """The recorded results of tool calls in the effect ledger (``tool_effects``: a built-in tool
+    records its result there, keyed ``"<thread_id>:<tool_call_id>"``, in the transaction of its
+    effect), for ``keys`` of that form; a key with no row is left out (the call never finished)."""
+    if not keys:
+        return {}
+    rows = (await session.exec(select(ToolEffect).where(col(ToolEffect.tool_call_id).in_(keys)))).all()
+    return {row.tool_call_id: row.result for row in rows}
+
+
+async def restore_executed(*, session: AsyncSession, thread_id: str, executed: dict[str, dict[str, Any]]) -> int:
+    """Give back the executed arguments that ``clear_executed`` forgot, for calls that finished
+    after their run ended (``executed``: tool call id -> the arguments the call ran with); only
+    rows whose executed arguments are empty change. Returns the rows changed. Commits."""
+    if not executed:
+        return 0
+    rows = (await session.exec(select(AuditRecord).where(
+        col(AuditRecord.thread_id) == thread_id, col(AuditRecord.tool_call_id).in_(list(executed)),
+    ))).all()
+    changed: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if row.args_executed is not None:  # (the JSON column's None is JSON null, not SQL NULL: compared here)
+            continue
+        row.args_executed = executed[str(row.tool_call_id)]
+        session.add(row)
+        changed[str(row.id)] = row.args_executed
+    if changed:
+        await session.flush()
+        await append_facts(session=session, facts=[("restored", {"rows": changed})])
+    await session.commit()
+    return len(changed)
+
+
 async def was_asked(*, session: AsyncSession, thread_id: str, role: str, email: str) -> bool:
     """True when a decided card of ``thread_id`` asked ``role`` or ``email`` to decide it (its
     audit row's ``asked``, e.g. ``"|reviewer|admin|"``): that person may still read the thread."""
-    keys = [f"%|{k}|%" for k in (role.strip().lower(), email.strip().casefold()) if k]
+    keys = [f"|{k}|" for k in (role.strip().lower(), email.strip().casefold()) if k]
     if not keys:
         return False
+    # autoescape: "%" and "_" in an email are literal characters, never LIKE wildcards
     stmt = select(AuditRecord.id).where(
-        AuditRecord.thread_id == thread_id, or_(*(col(AuditRecord.asked).like(k) for k in keys))
+        AuditRecord.thread_id == thread_id, or_(*(col(AuditRecord.asked).contains(k, autoescape=True) for k in keys))
     ).limit(1)
     return (await session.exec(stmt)).first() is not None

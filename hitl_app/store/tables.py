@@ -68,6 +68,9 @@ class ThreadRecord(SQLModel, table=True):
     updated_at: datetime = Field(default_factory=utcnow, index=True, sa_type=UTCDateTime)
     pending_review: bool = Field(default=False)
     owner: str | None = Field(default=None, max_length=100, index=True)
+    review_lost_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    """When the agent deployment was found not to have this thread any more while a review waited in it
+    (``hitl_app.threads.lost``); NULL otherwise, and again once a new review or turn starts."""
 
 
 class ReviewRequestRecord(SQLModel, table=True):
@@ -91,6 +94,9 @@ class ReviewRequestRecord(SQLModel, table=True):
     """One entry per action request, in order: ``{"name", "args", "allowed_decisions"}`` (what
     the inbox needs to apply the review rights without reading the checkpoint); NULL on rows an
     older version wrote until the review is read again."""
+    trace_parent: str | None = Field(default=None, max_length=64)
+    """The W3C ``traceparent`` of the run that raised the review (``hitl_app.traces``), when
+    tracing was on: the review's span joins that run's trace."""
 
 
 class AuditRecord(SQLModel, table=True):
@@ -139,7 +145,8 @@ class DecisionDraft(SQLModel, table=True):
     two submissions that read the same drafts and write at once exactly one commits (the other
     re-reads and re-checks). ``decision`` is the decision payload as resumed (``{"type": ...}``).
     ``completing`` marks the rows written with the claim that decided the review (they go when the
-    claim is released). Rows stay after the review is decided: they say who approved.
+    claim is released). ``via`` says how the decision arrived (``hitl_app.review.via``; None on rows
+    written before it was kept). Rows stay after the review is decided: they say who approved.
     """
 
     __tablename__ = "decision_drafts"
@@ -157,6 +164,7 @@ class DecisionDraft(SQLModel, table=True):
     decision: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON))
     decided_at: datetime = Field(default_factory=utcnow, sa_type=UTCDateTime)
     completing: bool = Field(default=False)
+    via: str | None = Field(default=None, max_length=40)  # how it arrived: "page", "api", "mail" (review/via.py)
 
 
 class ReviewReminder(SQLModel, table=True):

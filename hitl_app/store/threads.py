@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import true, update
 from sqlmodel import col, select
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -25,13 +26,15 @@ TITLE_CHARS = 60
 @dataclass(frozen=True)
 class ThreadSummary:
     """A sidebar row: ``thread_id``, ``title``, ``updated_at`` (aware UTC), ``pending_review``;
-    ``undo_window``: its review is decided and waits out its undo window (the run has not started)."""
+    ``undo_window``: its review is decided and waits out its undo window (the run has not started);
+    ``review_lost``: the agent deployment lost the thread while a review waited (it cannot be answered)."""
 
     thread_id: str
     title: str
     updated_at: datetime
     pending_review: bool
     undo_window: bool = False
+    review_lost: bool = False
 
 
 def title_from(text: str) -> str:
@@ -72,6 +75,8 @@ async def touch_thread(
     record.updated_at = utcnow()
     if pending_review is not None:
         record.pending_review = pending_review
+    if title:  # a new turn: the thread starts afresh on the deployment
+        record.review_lost_at = None
     session.add(record)
     await session.commit()
 
@@ -89,4 +94,30 @@ async def list_threads(*, session: AsyncSession, owner: str | None, limit: int =
         col(ScheduledResume.thread_id).in_([r.thread_id for r in rows]), col(ScheduledResume.status) == "pending"
     )
     undo = set((await session.exec(waiting)).all()) if rows else set()
-    return [ThreadSummary(r.thread_id, r.title, r.updated_at, r.pending_review, r.thread_id in undo) for r in rows]
+    return [
+        ThreadSummary(r.thread_id, r.title, r.updated_at, r.pending_review, r.thread_id in undo, r.review_lost_at is not None)
+        for r in rows
+    ]
+
+
+async def pending_thread_ids(*, session: AsyncSession, owner: str | None, limit: int = 200) -> list[str]:
+    """Ids of the threads marked ``pending_review`` (of ``owner``; every owner's when empty), at most ``limit``."""
+    stmt = select(ThreadRecord.thread_id).where(col(ThreadRecord.pending_review) == true()).limit(limit)
+    if owner:
+        stmt = stmt.where(ThreadRecord.owner == owner)
+    return list((await session.exec(stmt)).all())
+
+
+async def mark_reviews_lost(*, session: AsyncSession, thread_ids: list[str]) -> int:
+    """Mark the reviews of ``thread_ids`` lost: no longer pending (out of the sidebar's and the inbox's
+    waiting reviews), ``review_lost_at`` now; commits. Nothing is recorded as decided. Returns rows changed."""
+    if not thread_ids:
+        return 0
+    stmt = (
+        update(ThreadRecord)
+        .where(col(ThreadRecord.thread_id).in_(thread_ids), col(ThreadRecord.pending_review) == true())
+        .values(pending_review=False, review_lost_at=utcnow())
+    )
+    changed = (await session.exec(stmt)).rowcount
+    await session.commit()
+    return int(changed or 0)

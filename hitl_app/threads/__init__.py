@@ -1,1 +1,1 @@
-"""Threads and runs: the service the UI calls, the run driver, the run bus and the views it returns."""
+"""Threads: the service the UI calls (what a thread can do) and the views it returns."""

@@ -17,7 +17,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import InterfaceError, OperationalError
 
-from hitl_app.threads.types import ThreadError
+from hitl_app.errors import ThreadError
 
 log = logging.getLogger("hitl_app.threads")
 

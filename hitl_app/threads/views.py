@@ -12,11 +12,12 @@ from typing import Any, Literal
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import BaseModel
 
+from hitl_app.desk.desk_view import DeskView
 from hitl_app.review.tool_messages import Edited, Plain, Rejected, Responded, Stopped, read_tool_message
 from hitl_app.review.types import PendingReview, describe_interrupt, parse_hitl_request
-from hitl_app.threads.desk_view import DeskView
-from hitl_app.threads.errors import describe_error_text, describe_run_error
-from hitl_app.threads.pairing import CANCEL_SOURCE
+from hitl_app.runs.errors import describe_error_text, describe_run_error
+from hitl_app.runs.pairing import CANCEL_SOURCE
+from hitl_app.runs.partial import cut_error, cut_reason
 
 Outcome = Literal["executed", "edited", "rejected", "answered", "error", "stopped", "cancelled"]
 ThreadStatus = Literal["idle", "review", "incomplete", "failed"]
@@ -37,7 +38,8 @@ class MessageView(BaseModel):
     ``tool_call_id`` they answer, the ``outcome`` and the arguments the tool ran with
     (``args``: the edited ones after an edit). ``result`` is the tool's output without the edit
     notice. ``proposed_args`` are the arguments the model proposed, set only when a reviewer
-    edited them (``args`` then being what ran).
+    edited them (``args`` then being what ran). ``cut`` says why an assistant reply ends early
+    (``"stopped"``, ``"time_limit"``, ``"failed"``; ``""`` for a whole one, see ``runs.partial``).
     """
 
     key: str
@@ -50,6 +52,7 @@ class MessageView(BaseModel):
     args: dict[str, Any] | None = None
     result: str | None = None
     proposed_args: dict[str, Any] | None = None
+    cut: str = ""
 
 
 class CardStatus(BaseModel):
@@ -105,6 +108,8 @@ class ThreadView(BaseModel):
     read_only: bool = False
     desk: DeskView | None = None
     owner: str = ""
+    review_lost: bool = False
+    """The agent deployment lost this thread while a review waited in it (``threads/lost.py``)."""
 
 
 def _tool_outcome(msg: ToolMessage) -> tuple[Outcome, dict[str, Any] | None, str]:
@@ -147,7 +152,7 @@ def message_views(messages: list[BaseMessage]) -> list[MessageView]:
             tcs = [ToolCallView(id=tc.get("id") or "", name=tc["name"], args=tc.get("args") or {}) for tc in m.tool_calls]
             for tc in tcs:
                 calls[tc.id] = tc
-            out.append(MessageView(key=key, role="assistant", text=m.text, tool_calls=tcs))
+            out.append(MessageView(key=key, role="assistant", text=m.text, tool_calls=tcs, cut=cut_reason(m)))
         elif isinstance(m, ToolMessage):
             outcome, edited_args, result = _tool_outcome(m)
             call = calls.get(m.tool_call_id)
@@ -248,6 +253,8 @@ def thread_view_from_snapshot(thread_id: str, snapshot: Any) -> ThreadView:
     )
     if pending is None and error is None:
         error = unanswerable_interrupt(snapshot.interrupts)
+    if error is None and snapshot.next and messages:
+        error = cut_error(messages[-1])  # a reply cut off by an error or the time limit: Retry asks the model again
     if pending is not None:
         status: ThreadStatus = "review"
     elif error:

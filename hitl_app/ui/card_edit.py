@@ -18,18 +18,11 @@ from typing import Any
 
 from hitl_app.review.diff import diff_args, diff_lines
 from hitl_app.review.form_rows import form_rows
-from hitl_app.review.schema_form import (
-    FormField,
-    SchemaError,
-    add_item,
-    args_from_form,
-    fields_from_schema,
-    remove_item,
-    set_value,
-)
+from hitl_app.review.schema_fields import FormField, SchemaError, fields_from_schema
+from hitl_app.review.schema_form import add_item, args_from_form, remove_item, set_value
 from hitl_app.review.types import MAX_EDIT_JSON_CHARS
 from hitl_app.review.validate import ReviewError, parse_args_json
-from hitl_app.ui.rows import CardRow
+from hitl_app.ui.cards.card_rows import CardRow
 
 FIX_FIELDS = "Fix the fields marked above first."
 """The card's edit error when "Check edit" finds form problems (each is shown at its field)."""
@@ -43,14 +36,14 @@ def _fields(schema_text: str) -> tuple[FormField, ...]:
         return ()
 
 
-def plain(value: Any) -> Any:
+def unproxied(value: Any) -> Any:
     """``value`` as plain dicts, lists and scalars: state reads hand out ``MutableProxy`` wrappers
     around nested values, which must never reach a decision (the checkpointer cannot store them)."""
     value = getattr(value, "__wrapped__", value)
     if isinstance(value, dict):
-        return {str(k): plain(v) for k, v in value.items()}
+        return {str(k): unproxied(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [plain(v) for v in value]
+        return [unproxied(v) for v in value]
     return value
 
 
@@ -64,7 +57,7 @@ def pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
-def show(card: CardRow, draft: dict[str, Any], proposed: dict[str, Any], *, bump: bool, text: str | None = None) -> None:
+def show_draft(card: CardRow, draft: dict[str, Any], proposed: dict[str, Any], *, bump: bool, text: str | None = None) -> None:
     """Show ``draft`` on ``card``: form rows with their problems, JSON text (``text`` when given:
     what the person typed), diff against ``proposed``. ``bump`` re-keys the form's text inputs
     (the draft changed other than by typing into them)."""
@@ -93,7 +86,7 @@ def set_field(card: CardRow, draft: dict[str, Any], proposed: dict[str, Any], pa
         return draft
     draft = set_value(fields_for(card), draft, path, value)
     card.json_note = ""
-    show(card, draft, proposed, bump=False)
+    show_draft(card, draft, proposed, bump=False)
     return draft
 
 
@@ -105,7 +98,7 @@ def change_items(card: CardRow, draft: dict[str, Any], proposed: dict[str, Any],
         draft = add_item(fields_for(card), draft, path) if add else remove_item(draft, path)
     except (KeyError, IndexError, TypeError):
         return draft
-    show(card, draft, proposed, bump=True)
+    show_draft(card, draft, proposed, bump=True)
     return draft
 
 
@@ -122,7 +115,7 @@ def set_json(card: CardRow, draft: dict[str, Any], proposed: dict[str, Any], tex
         card.json_note = exc.message
         return draft
     card.json_note = ""
-    show(card, value, proposed, text=text, bump=False)
+    show_draft(card, value, proposed, text=text, bump=False)
     return value
 
 

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from hitl_app.review.diff import DiffLine, diff_args, summarize
-from hitl_app.review.draft import DECIDE_ALL
-from hitl_app.review.form_rows import FormRow
-from hitl_app.review.types import PendingReview
+from hitl_app.review.diff import diff_args, summarize
+from hitl_app.review.shown import shown_controls
+from hitl_app.review.types import DECISION_STYLES
+from hitl_app.review.via import by_machine
 from hitl_app.threads.service import AuditEntry
-from hitl_app.threads.views import CardStatus, MessageView
+from hitl_app.threads.views import MessageView
+from hitl_app.ui.review_text import DECIDE_ALL
 
 MESSAGE_PAGE = 50
 """How many of the most recent rows a thread shows at first; "Show earlier messages" adds this many
@@ -33,117 +34,20 @@ class MessageRow:
     result: str = ""
     audit: str = ""
     proposed_json: str = ""
-
-
-@dataclass
-class ArgRow:
-    """One argument on a card: ``key``, its JSON ``value`` and the JSON ``type_name``."""
-
-    key: str
-    value: str
-    type_name: str
-
-
-@dataclass
-class CardRow:
-    """One approval card. ``choice`` is the decision picked so far ("" when undecided).
-
-    ``allowed`` are the decisions the signed-in person may send (the buttons shown); ``progress``
-    the card's line ("1 of 2 approvals: Dana"), shown when ``show_progress``; ``note`` why some
-    or all buttons are missing; ``shared`` whether someone other than this person may decide it
-    (then it may be left for them); ``standing`` the server's word on the card for this person
-    (``open``, ``waiting`` for someone else, ``complete``: ``review.draft``); ``remaining``,
-    ``yours`` and ``others`` the server's approvals still needed, whether this person's decision
-    is in, and who else may decide, ``asks`` whether the review config allows approve or edit (False:
-    a question; for the composer line, ``draft.composer_line``). ``risk``/``risk_note``:
-    the policy's level and line.
-
-    The editor (``hitl_app.ui.card_edit``): ``mode`` ``form`` or ``json`` over one draft;
-    ``schema`` the tool's args JSON schema (``{}``: JSON mode only; ``has_form`` when it has
-    properties); ``draft_json`` the draft as
-    JSON text; ``form`` its rows; ``diff`` edited against proposed; ``revision`` bumped when the
-    draft changed other than by typing into the form; ``json_note`` why the form lags the text.
-    The effect preview (``preview_kind``: ``diff`` or ``sql``, ``""`` none): a title, a body
-    (unified diff or formatted SQL) and a note ("Would change 3 rows").
-    """
-
-    index: int
-    tool_name: str
-    description: str
-    args: list[ArgRow] = field(default_factory=list)
-    args_json: str = ""
-    allowed: list[str] = field(default_factory=list)
-    choice: str = ""
-    editing: bool = False
-    edit_error: str = ""
-    error: str = ""
-    reason: str = ""
-    answer: str = ""
-    progress: str = ""
-    show_progress: bool = False
-    note: str = ""
-    shared: bool = False
-    standing: str = "open"
-    remaining: int = 0
-    yours: bool = False
-    others: str = ""
-    asks: bool = True
-    risk: str = ""
-    risk_note: str = ""
-    mode: str = "form"
-    has_form: bool = False
-    schema: dict[str, Any] = field(default_factory=dict)
-    draft_json: str = ""
-    form: list[FormRow] = field(default_factory=list)
-    diff: list[DiffLine] = field(default_factory=list)
-    revision: int = 0
-    json_note: str = ""
-    preview_kind: str = ""
-    preview_title: str = ""
-    preview_body: str = ""
-    preview_note: str = ""
-
-
-@dataclass
-class DecidedRow:
-    """One card of a submitted review while its undo window is open (``review.decided.DecidedLine``):
-    ``tool``, ``decision`` (``approve``...; ``""`` unreadable), ``verb`` (``approved``...), ``detail``
-    (reason, answer, or an edit's changes), ``args`` (an edit's as one line of JSON, an
-    approval's compact) and ``by`` (who decided the card)."""
-
-    index: int
-    tool: str
-    decision: str
-    verb: str
-    detail: str
-    args: str
-    by: str = ""
+    cut: str = ""
 
 
 @dataclass
 class ThreadRow:
-    """A sidebar entry: ``pending`` a review waits; ``undo``: it is decided and waits out its undo window."""
+    """A sidebar entry: ``pending`` a review waits; ``undo``: it is decided and waits out its undo window;
+    ``lost``: the agent deployment lost the thread while its review waited (``threads/lost.py``)."""
 
     thread_id: str
     title: str
     when: str
     pending: bool
     undo: bool = False
-
-
-def json_type(value: Any) -> str:
-    """The JSON type name of ``value``: string, number, boolean, null, list or object."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "list"
-    return "object"
+    lost: bool = False
 
 
 def pretty(value: Any) -> str:
@@ -165,15 +69,17 @@ def audit_line(entry: AuditEntry) -> str:
     (``"edited by Dana: to: alice@example.com -> bob@example.com · 14:03 UTC, waited 2 min"``); a
     grant's or a deadline's own line (``"approved by grant: this tool in this thread, by Dana, until
     15:00 UTC"``)."""
-    if entry.via and entry.message:
+    if by_machine(entry.via) and entry.message:
         return entry.message
-    verb = {"approve": "approved", "edit": "edited", "reject": "rejected", "respond": "answered"}.get(
-        entry.decision_type, entry.decision_type
-    )
+    verbs: dict[str, str] = {kind: style.past for kind, style in DECISION_STYLES.items()}
+    verb = verbs.get(entry.decision_type, entry.decision_type)
     at = entry.decided_at if entry.decided_at.tzinfo else entry.decided_at.replace(tzinfo=UTC)
     when = f"{at:%H:%M} UTC, waited {humanize_wait(entry.waited_seconds)}"
     if entry.decision_type == "edit" and entry.args_executed is not None and entry.args_proposed is not None:
         return f"{verb} by {entry.reviewer}: {summarize(diff_args(entry.args_proposed, entry.args_executed))} · {when}"
+    if entry.decision_type == "reject" and entry.message:  # the row says why, as an edit says what changed (QA C5)
+        reason = " ".join(entry.message.split())
+        return f"{verb} by {entry.reviewer}: “{reason[:300]}{'…' if len(reason) > 300 else ''}” · {when}"
     return f"{verb} by {entry.reviewer}, {when}"
 
 
@@ -194,17 +100,17 @@ def message_rows(views: list[MessageView], audit: Mapping[str, AuditEntry | str]
                 MessageRow(
                     key=v.key,
                     role="tool",
-                    text=v.text,
+                    text=shown_controls(v.text),
                     tool_name=v.tool_name or "tool",
                     outcome=v.outcome or "executed",
-                    args_json=pretty(v.args) if v.args is not None else "",
-                    result=v.result or "",
+                    args_json=shown_controls(pretty(v.args)) if v.args is not None else "",
+                    result=shown_controls(v.result or ""),
                     audit=entry if isinstance(entry, str) else audit_line(entry) if entry else "",
-                    proposed_json=pretty(v.proposed_args) if v.proposed_args is not None else "",
+                    proposed_json=shown_controls(pretty(v.proposed_args)) if v.proposed_args is not None else "",
                 )
             )
         elif v.text.strip() or v.role == "user":
-            rows.append(MessageRow(key=v.key, role=v.role, text=v.text))
+            rows.append(MessageRow(key=v.key, role=v.role, text=v.text, cut=CUT_LABELS.get(v.cut, "")))
     return rows
 
 
@@ -231,58 +137,6 @@ def _tool_results_in_call_order(views: list[MessageView]) -> list[MessageView]:
     return out
 
 
-def card_rows(
-    review: PendingReview | None,
-    statuses: list[CardStatus] | None = None,
-    *,
-    schemas: Mapping[str, dict[str, Any] | None] | None = None,
-    risks: Mapping[str, Any] | None = None,
-) -> list[CardRow]:
-    """One card per action request of the pending review (empty when nothing is pending), with
-    each card's status for the viewer (``ThreadView.cards``; without it, every allowed decision).
-
-    ``schemas``: tool name -> args JSON schema (the editor's form and checks; a tool without one
-    is edited as JSON only). ``risks``: tool name -> ``ToolRisk`` (``level``, ``note``).
-    """
-    if review is None:
-        return []
-    rows = []
-    for i, (action, config) in enumerate(zip(review.action_requests, review.review_configs, strict=True)):
-        schema = (schemas or {}).get(action.name) or {}
-        risk = (risks or {}).get(action.name)
-        rows.append(CardRow(
-            index=i,
-            tool_name=action.name,
-            description=action.description,
-            args=[ArgRow(key=k, value=json.dumps(v, ensure_ascii=False), type_name=json_type(v)) for k, v in action.args.items()],
-            args_json=pretty(action.args),
-            allowed=list(config.allowed_decisions),
-            asks=bool({"approve", "edit"} & set(config.allowed_decisions)),
-            risk=getattr(risk, "level", "") or "",
-            risk_note=getattr(risk, "note", "") or "",
-            schema=schema,
-            has_form=bool(schema.get("properties")),
-            mode="form" if schema.get("properties") else "json",
-        ))
-    for row in rows:
-        apply_status(row, statuses)
-    return rows
-
-
-def apply_status(row: CardRow, statuses: list[CardStatus] | None) -> None:
-    """Set ``row``'s buttons, progress and note from its ``CardStatus`` (a choice no longer open goes)."""
-    status = next((s for s in statuses or [] if s.index == row.index), None)
-    if status is None:
-        return
-    row.allowed = list(status.allowed)
-    row.progress, row.show_progress, row.note = status.progress, status.show_progress, status.note
-    row.shared = status.who != "the person who asked"
-    row.standing = status.standing
-    row.remaining, row.yours, row.others = status.remaining, status.yours, status.others
-    if row.choice and row.choice not in row.allowed:
-        row.choice, row.editing = "", False
-
-
 def relative_time(when: datetime, now: datetime | None = None) -> str:
     """``"just now"``, ``"5 min ago"``, ``"3 h ago"``, or the date."""
     now = now or datetime.now(UTC)
@@ -300,6 +154,40 @@ def relative_time(when: datetime, now: datetime | None = None) -> str:
 def row_keys(rows: Any) -> list[tuple[str, ...]]:
     """What identifies the look of message rows (equal keys: nothing to resend to the browser)."""
     return [(r.key, r.role, r.text, r.tool_name, r.outcome, r.args_json, r.result, r.audit, r.proposed_json) for r in rows]
+
+
+CUT_LABELS = {
+    "stopped": "Stopped: the reply ends here.",
+    "time_limit": "Cut off: the run reached its time limit.",
+    "failed": "Cut off by an error (see below).",
+}
+"""The line under an assistant reply that ended early, by ``MessageView.cut``."""
+
+
+def running_label(views: list[MessageView]) -> str:
+    """``"Running slow_task…"`` while the last assistant message's tool calls have no result yet (a
+    live run is in its tools step); ``""`` otherwise. Names each tool once, in call order."""
+    last = next((i for i in range(len(views) - 1, -1, -1) if views[i].role != "tool"), None)
+    if last is None or views[last].role != "assistant" or not views[last].tool_calls:
+        return ""
+    answered = {v.tool_call_id for v in views[last + 1 :]}
+    names = list(dict.fromkeys(c.name for c in views[last].tool_calls if c.id not in answered))
+    return f"Running {', '.join(names)}…" if names else ""
+
+
+def retried(error: str, retries: int) -> str:
+    """A run error as shown after ``retries`` Retries in a row (0: as it is): says the Retry happened."""
+    if retries <= 0:
+        return error
+    times = "" if retries == 1 else f" ({retries} times)"
+    return f"Retried{times}; it failed again. {error}"
+
+
+def stopped_notice(status: str) -> str:
+    """The notice after Stop: what was kept and how to go on (``status``: the thread's, as shown)."""
+    if status == "incomplete":
+        return "Stopped before it finished; what ran is shown above. Press Continue or send a new message."
+    return "Stopped. What the agent wrote so far is kept above; send a new message to go on."
 
 
 def first_line(error: str | None) -> str:

@@ -20,3 +20,10 @@ pushes its row off-screen."""
 ARGS_CODE_STYLE = {"margin": "0", "maxWidth": "100%", "overflowWrap": "anywhere", "wordBreak": "break-word"}
 """A code block of tool arguments (JSON): long unbroken values (an address, a path) wrap inside the
 card instead of running past its edge on a phone."""
+
+TABLE_IN_SCROLL_BOX = {
+    "& .rt-ScrollAreaRoot, & .rt-ScrollAreaViewport": {"overflow": "visible !important"},
+}
+"""On a table inside a box that scrolls sideways (``overflow_x="auto"``): the table's own Radix
+scroll area stops clipping, so a row wider than the page scrolls in the box with a visible scrollbar
+instead of being cut at the right edge behind a scrollbar shown only on hover (QA M4)."""

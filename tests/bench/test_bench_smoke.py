@@ -31,7 +31,7 @@ def test_bench_smoke_completes_with_every_section(tmp_path: Path):
         assert section in results, f"section {section} missing from the JSON"
         assert "error" not in results[section], f"section {section} failed: {results[section]['error']}"
     # the table printed every section with figures, not dashes
-    for title in ("1 floor", "2 websocket", "3 browser", "4 burst", "5 concurrency", "6 long thread"):
+    for title in ("1 floor", "2 websocket", "3 browser", "4 burst", "5 concurrency", "6 long thread", "7 deployed"):
         assert title in proc.stdout, f"{title} missing from the printed table"
     assert results["ws"]["100"]["text_matches"], "the text rebuilt from the websocket differs from the committed reply"
     assert results["concurrency"]["3"]["errors"] == 0, results["concurrency"]["3"]["error_samples"]

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
+from hitl_app.store.audit_proof import generate_keys
 from tests.helpers.app_server import AppServer
 from tests.helpers.browser import CHROMIUM, CHROMIUM_ARGS
 
@@ -25,8 +26,15 @@ expect.set_options(timeout=15_000)
 
 @pytest.fixture(scope="session")
 def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
-    """One app for the e2e session (demo model, no pacing), with its own data folder."""
-    server = AppServer(tmp_path_factory.mktemp("e2e-app"))
+    """One app for the e2e session (demo model, no pacing), with its own data folder; webhooks may
+    reach a receiver on loopback (``HITL_WEBHOOK_ALLOW_NETWORKS``, as README's example says); /audit
+    signs its download with a key made as README says (``audit.key``; ``audit.pub`` beside it)."""
+    data = tmp_path_factory.mktemp("e2e-app")
+    private, public = generate_keys()
+    (data / "audit.key").write_bytes(private)
+    (data / "audit.pub").write_bytes(public)
+    server = AppServer(data, env={"HITL_WEBHOOK_ALLOW_NETWORKS": "127.0.0.1/32",
+                                  "HITL_AUDIT_PRIVATE_KEY": str(data / "audit.key")})
     server.start()
     yield server
     server.stop()

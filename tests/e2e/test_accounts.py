@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import SHOTS, THREAD_URL, reply_to
+from tests.e2e.ui import SHOTS, THREAD_URL, reply_to, shown_secret
 from tests.helpers.app_server import AppServer
 from tests.helpers.oidc_provider import OidcTestProvider
 
@@ -100,12 +100,12 @@ def test_first_run_admin_invite_temporary_password_sign_in_out_and_disable(fresh
     page.get_by_test_id("invite-role").select_option("reviewer")
     page.get_by_test_id("invite-submit").click()
     expect(page.get_by_test_id("admin-secret")).to_contain_text("/invite/")
-    invite_link = page.get_by_test_id("admin-secret").inner_text()
+    invite_link = shown_secret(page)
     page.get_by_test_id("temp-email").fill("mo@example.com")
     page.get_by_test_id("temp-name").fill("Mo")
     page.get_by_test_id("temp-submit").click()
     expect(page.get_by_test_id("admin-message")).to_contain_text("temporary password")
-    temporary = page.get_by_test_id("admin-secret").inner_text()
+    temporary = shown_secret(page, before=invite_link)
     expect(users.get_by_test_id("account-row")).to_have_count(2)
     shot(page, "admin-desktop")
     page.set_viewport_size(PHONE)

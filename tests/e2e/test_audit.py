@@ -1,5 +1,6 @@
 """The audit trail in the browser: the reviewer (the signed-in account), the line under each tool call, the audit
-page's filters and its CSV/JSON exports (downloaded and parsed)."""
+page's filters and its CSV/JSON exports (downloaded and parsed), how each decision arrived, and an admin's
+signed download that ``python -m hitl_app audit verify --export`` checks."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import csv
 import io
 import json
 import re
+import subprocess
+import sys
 
 from playwright.sync_api import Page, expect
 
@@ -107,3 +110,35 @@ def test_audit_page_shows_only_this_browsers_decisions(page: Page, app_server: A
     page.goto(app_server.url + "/audit")
     expect(page.get_by_test_id("audit-count")).to_have_text("0 decisions")
     expect(page.get_by_test_id("audit-row")).to_have_count(0)
+
+
+def test_an_admins_signed_download_verifies_with_the_command_line(page: Page, app_server: AppServer, tmp_path):
+    sign_in_browser(page, app_server, role="admin", name="Ada Audit")
+    open_new_thread(page, app_server)
+    send(page, "email sig@example.com about audit: signed")
+    _decide(page, ["approve"])
+    page.goto(app_server.url + "/audit")
+    row = page.locator("[data-testid=audit-row]", has_text="sig@example.com")
+    expect(row.get_by_test_id("audit-via")).to_have_text("page")
+    expect(page.get_by_test_id("audit-no-key")).to_have_count(0)
+    exported = tmp_path / "chain.json"
+    exported.write_text(_download(page, "audit-export-signed"), encoding="utf-8")
+    doc = json.loads(exported.read_text(encoding="utf-8"))
+    assert doc["format"] == "hitl-audit-export/1" and doc["signature"]["alg"] == "Ed25519"
+    assert any('"via":"page"' in link["body"] and "sig@example.com" in link["body"] for link in doc["links"])
+    public = app_server.data_dir / "audit.pub"
+    checked = subprocess.run([sys.executable, "-m", "hitl_app", "audit", "verify", "--export", str(exported),
+                              "--public-key", str(public)], capture_output=True, text=True, timeout=120)
+    assert checked.returncode == 0 and "intact" in checked.stdout, checked.stdout + checked.stderr
+    exported.write_text(exported.read_text(encoding="utf-8").replace("sig@example.com", "sag@example.com"), encoding="utf-8")
+    forged = subprocess.run([sys.executable, "-m", "hitl_app", "audit", "verify", "--export", str(exported),
+                             "--public-key", str(public)], capture_output=True, text=True, timeout=120)
+    assert forged.returncode == 1 and "NOT intact" in forged.stderr, forged.stdout + forged.stderr
+
+
+def test_a_member_is_offered_no_signed_download(page: Page, app_server: AppServer):
+    sign_in_browser(page, app_server, role="member")
+    page.goto(app_server.url + "/audit")
+    expect(page.get_by_test_id("audit-count")).to_be_visible()
+    expect(page.get_by_test_id("audit-export-signed")).to_have_count(0)
+    expect(page.get_by_test_id("audit-no-key")).to_have_count(0)

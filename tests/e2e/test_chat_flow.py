@@ -234,7 +234,10 @@ def test_approve_the_rest_keeps_decisions_already_made(page: Page, app_server: A
     card(page, 2).get_by_test_id("edit-check").click()
     expect(page.get_by_test_id("decided-count")).to_have_text("2 of 3 decided")
     expect(page.get_by_test_id("approve-all")).to_have_text("Approve the rest")
-    page.get_by_test_id("approve-all").click()
+    page.get_by_test_id("approve-all").click()  # picks Approve on card 1 only; nothing is sent yet (QA M5)
+    expect(page.get_by_test_id("decided-count")).to_have_text("3 of 3 decided")
+    expect(messages(page, "tool")).to_have_count(0)
+    page.get_by_test_id("submit-decisions").click()
 
     tools = messages(page, "tool")
     expect(tools).to_have_count(3)

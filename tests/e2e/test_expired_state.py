@@ -31,13 +31,14 @@ def redis_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     server.stop()
 
 
-def expire_tab_state(page: Page) -> int:
-    """Delete every Reflex state key of the tab's client token from Redis; returns how many."""
+def expire_tab_state(page: Page, only: str = "") -> int:
+    """Delete every Reflex state key of the tab's client token from Redis (``only``: just the keys
+    whose name contains it, e.g. one state class); returns how many."""
     token = page.evaluate("() => window.sessionStorage.getItem('token')")
     assert token, "the tab has a client token"
     r = redis.Redis.from_url(REDIS_URL)
     try:
-        keys = list(r.scan_iter(match=f"*{token}*", count=1000))
+        keys = [k for k in r.scan_iter(match=f"*{token}*", count=1000) if only.encode() in k]
         if keys:
             r.delete(*keys)
         return len(keys)
@@ -62,3 +63,20 @@ def test_deciding_after_the_tab_state_expired_rehydrates_and_finishes_the_turn(p
     expect(cards(page)).to_have_count(0)
     assert page.url == url
     assert app_db.outbox(redis_app.data_dir).count("expiry@example.com") == 1
+
+
+def test_deciding_after_only_the_cards_state_was_lost_reloads_and_keeps_the_pick(page: Page, redis_app: AppServer):
+    """A state lost in part (the chat's watcher wrote its own state back after the keys expired,
+    so the browser id survived but the cards did not): the Approve click still counts (CI saw it
+    silently dropped, Submit stuck at "Decide every card that is yours first")."""
+    open_new_thread(page, redis_app)
+    send(page, "email partial@example.com about state: half")
+    expect(cards(page)).to_have_count(1)
+    assert expire_tab_state(page, only="review_state") > 0
+
+    card(page, 0).get_by_test_id("decision-approve").click()
+    page.get_by_test_id("submit-decisions").click()
+
+    expect(messages(page, "tool")).to_have_attribute("data-outcome", "executed")
+    expect(cards(page)).to_have_count(0)
+    assert app_db.outbox(redis_app.data_dir).count("partial@example.com") == 1

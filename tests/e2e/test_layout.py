@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from playwright.sync_api import Locator, Page, expect
 
-from tests.e2e.ui import THREAD_URL, cards, messages, open_new_thread, reply_to, send, shoot
+from tests.e2e.ui import THREAD_URL, cards, messages, open_new_thread, reply_to, send, shoot, wait_idle
 from tests.helpers.app_server import AppServer
 
 DESKTOP = {"width": 1280, "height": 800}
@@ -152,3 +152,54 @@ def test_the_composer_shrinks_back_to_one_line_after_a_long_message_is_sent(page
     expect(composer).to_have_value("")
     page.wait_for_function("h => document.getElementById('composer-text').offsetHeight <= h", arg=one_line)
     shoot(page, "layout-composer-after-send")
+
+
+def test_a_long_user_message_is_folded_and_opens_whole(page: Page, app_server: AppServer):
+    """QA C9: a 5,000-character message filled the screen; now its first lines and a "Show the whole
+    message" that opens it (and "Show less" folds it again). Short messages are not folded."""
+    page.set_viewport_size(DESKTOP)
+    open_new_thread(page, app_server)
+    long_text = "stream 3 words " + " ".join(f"line{i:04d}" for i in range(560))  # ~5,000 characters
+    page.get_by_test_id("composer-input").fill(long_text)
+    page.get_by_test_id("send-button").click()
+    user = messages(page, "user").first
+    fold = user.get_by_test_id("message-fold")
+    expect(fold).to_be_visible()
+    more = fold.get_by_text("Show the whole message")
+    expect(more).to_have_text(f"Show the whole message ({len(long_text):,} characters)".replace(",", ""))
+    assert user.evaluate("e => e.offsetHeight") < 320, "folded: a few lines, not the whole screen"
+    shoot(page, "layout-long-message-folded")
+    more.click()
+    expect(fold).to_have_attribute("open", "")
+    expect(fold.get_by_text("Show less")).to_be_visible()
+    assert user.evaluate("e => e.offsetHeight") > 320
+    wait_idle(page)
+    assert reply_to(page, "stream 3 words")  # a short message stays as it is
+    expect(messages(page, "user").nth(1).get_by_test_id("message-fold")).to_have_count(0)
+
+
+def test_a_user_message_renders_markdown_safely_and_its_fold_opens_by_keyboard(page: Page, app_server: AppServer):
+    """QA: a user's message showed raw markdown. Now it renders like the agent's (bold, lists, code),
+    raw HTML stays text (never an element), and a long one's fold opens and closes with the keyboard."""
+    page.set_viewport_size(DESKTOP)
+    open_new_thread(page, app_server)
+    text = "stream 3 words **bold words** and `code` <img src=x onerror=alert(1)>\n\n- one\n- two\n\n" + " ".join(
+        f"word{i:04d}" for i in range(300)
+    )
+    page.get_by_test_id("composer-input").fill(text)
+    page.get_by_test_id("send-button").click()
+    user = messages(page, "user").first
+    fold = user.get_by_test_id("message-fold")
+    expect(fold).to_be_visible()
+    expect(user.locator("strong").first).to_have_text("bold words")
+    expect(user.locator("li").first).to_have_text("one")
+    expect(user.locator("img")).to_have_count(0)  # the HTML is not an element
+    summary = fold.locator("summary")
+    summary.focus()
+    page.keyboard.press("Enter")
+    expect(fold).to_have_attribute("open", "")
+    expect(fold.get_by_text("word0299")).to_be_visible()
+    shoot(page, "layout-user-markdown-open")
+    page.keyboard.press("Enter")
+    expect(fold).not_to_have_attribute("open", "")
+    wait_idle(page)

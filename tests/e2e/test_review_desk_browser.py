@@ -31,6 +31,8 @@ timeout_message = "Nobody approved writing the file in time; do not write it."
 allowed_decisions = ["approve", "reject"]
 description = "Delete the file {path}"
 deadline = "15m"
+approvals = 2
+reviewers = ["owner", "reviewer"]
 
 [tools.slow_task]
 allowed_decisions = ["approve", "reject"]
@@ -136,14 +138,16 @@ def test_a_short_deadline_expires_while_open_and_after_a_reload(page: Page, desk
     expect(deadline).to_contain_text("Rejected by policy in")
     keep(page, "deadline-countdown")
     expect(cards(page)).to_have_count(0, timeout=20_000)  # the server rejected it; the page follows
-    expect(messages(page, "tool").last).to_contain_text("expired after 6 s, rejected by policy")
+    expect(messages(page, "tool").last).to_contain_text(
+        "rejected by the policy: the deadline of card 1 passed (6 s without a decision)"
+    )
     # a second one: reload while it waits, the countdown comes back, and it still expires
     ask_card(page, "write notes/b.txt: hello")
     page.reload()
     expect(card(page, 0).get_by_test_id("deadline")).to_contain_text("Rejected by policy in")
     expect(cards(page)).to_have_count(0, timeout=20_000)
     expect(messages(page, "tool")).to_have_count(2)
-    expect(messages(page, "tool").last).to_contain_text("expired after 6 s")
+    expect(messages(page, "tool").last).to_contain_text("the deadline of card 1 passed (6 s")
 
 
 def test_undo_puts_the_card_back_then_the_window_runs_it(page: Page, desk_server: AppServer):
@@ -174,3 +178,21 @@ def test_undo_puts_the_card_back_then_the_window_runs_it(page: Page, desk_server
     later.goto(url)
     expect(messages(later, "tool")).to_have_count(1)
     expect(cards(later)).to_have_count(0)
+
+
+def test_a_decided_card_shows_no_deadline(page: Page, desk_server: AppServer):
+    # the review's deadline decides only the cards still open: a card already decided shows none
+    open_new_thread(page, desk_server)
+    send(page, "email a@example.com about x and delete notes/x.txt")
+    expect(cards(page)).to_have_count(2)
+    expect(card(page, 0).get_by_test_id("deadline")).to_contain_text("Rejected by policy in")
+    card(page, 0).get_by_test_id("decision-approve").click()
+    card(page, 1).get_by_test_id("decision-approve").click()
+    page.get_by_test_id("submit-decisions").click()
+    expect(card(page, 1).get_by_test_id("approval-progress")).to_contain_text("1 of 2 approvals")
+    expect(card(page, 0).get_by_test_id("card-standing")).to_contain_text("Decided")
+    expect(card(page, 0).get_by_test_id("deadline")).to_have_count(0)
+    expect(card(page, 1).get_by_test_id("deadline")).to_contain_text("Rejected by policy in")
+    page.reload()
+    expect(card(page, 1).get_by_test_id("deadline")).to_contain_text("Rejected by policy in")
+    expect(card(page, 0).get_by_test_id("deadline")).to_have_count(0)

@@ -104,7 +104,10 @@ def test_stop_ends_a_long_reply_and_the_thread_stays_usable(page: Page, paced_se
     expect(page.get_by_test_id("composer-input")).to_be_enabled(timeout=4_000)
     expect(page.get_by_test_id("stop-button")).to_have_count(0)
     expect(page.get_by_test_id("run-notice")).to_contain_text("Stopped")
-    # nothing of the stopped reply keeps growing somewhere
+    # what streamed before Stop stays, marked as stopped (issue 19, QA M3), and grows no more
+    kept = messages(page, "assistant").last
+    expect(kept.get_by_test_id("message-cut")).to_contain_text("Stopped")
+    expect(kept).to_contain_text("fox")
     assert all(len(m.split()) < 600 for m in messages(page, "assistant").all_inner_texts())
 
     assert normalize(reply_to(page, "stream 4 words")).count(" ") == 3
@@ -119,6 +122,9 @@ def test_policy_file_narrows_the_email_card_to_approve_and_reject(page: Page, pa
     assert buttons_on(cards(page)) == ["approve", "reject"]
     expect(page.get_by_test_id("approve-all")).to_be_visible()
     expect(page.locator("[data-testid=card-arg][data-key=to]")).to_have_attribute("data-type", "string")
-    page.get_by_test_id("approve-all").click()
+    page.get_by_test_id("approve-all").click()  # picks Approve on the card; Submit sends it (QA M5)
+    expect(cards(page).first).to_have_attribute("data-choice", "approve")
+    expect(messages(page, "tool")).to_have_count(0)
+    page.get_by_test_id("submit-decisions").click()
     expect(messages(page, "tool")).to_have_attribute("data-outcome", "executed")
     wait_idle(page)

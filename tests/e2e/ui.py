@@ -224,3 +224,12 @@ def shoot_at(page: Page, element: Locator, name: str) -> Path:
     element.evaluate("el => el.scrollIntoView({block: 'start'})")
     page.wait_for_timeout(200)
     return shoot(page, name)
+
+
+def shown_secret(page: Page, before: str = "") -> str:
+    """The one-time secret (invite link, temporary password) the Accounts page shows in
+    ``admin-secret``, once it is there and is not ``before`` (the previous one): it arrives in a
+    script event of its own, after the message that announces it."""
+    box = page.get_by_test_id("admin-secret")
+    expect(box).not_to_have_text(re.compile(rf"^\s*(?:{re.escape(before)})?\s*$"))
+    return box.inner_text().strip()

@@ -108,3 +108,36 @@ def run_sync(coro: Any) -> Any:
     if "error" in result:
         raise result["error"]
     return result["value"]
+
+
+async def make_api_token(env: dict[str, str], account_id: int, *, scopes: tuple[str, ...] = ("read", "decide"),
+                         name: str = "test script", days: int = 30) -> str:
+    """A personal API token for ``account_id`` made with the app's own function (as the account page
+    does) on the server's database; returns the token (shown once)."""
+    from hitl_app.auth import Principal, Role
+    from hitl_app.auth.api_tokens import create_api_token
+    from hitl_app.store.db import make_engines
+
+    engines = make_engines(database_url(env))
+    try:
+        owner = Principal(account_id=account_id, display_name="", role=Role.MEMBER)
+        token, _view = await create_api_token(engine=engines.async_, owner=owner, name=name, scopes=scopes, days=days)
+        return token
+    finally:
+        await engines.async_.dispose()
+        engines.sync.dispose()
+
+
+def run_sql(env: dict[str, str], statement: str, **params: Any) -> list[tuple[Any, ...]]:
+    """Rows of one statement on the server's database (SQLite or PostgreSQL, from its ``env``); commits."""
+    from sqlalchemy import text
+
+    from hitl_app.store.db import make_engines
+
+    engines = make_engines(database_url(env))
+    try:
+        with engines.sync.begin() as conn:
+            result = conn.execute(text(statement), params)
+            return [tuple(r) for r in result] if result.returns_rows else []
+    finally:
+        engines.sync.dispose()

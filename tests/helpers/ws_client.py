@@ -33,6 +33,10 @@ from typing import Any
 
 import socketio
 
+CONNECT_TRIES = 3
+"""How often ``connect`` tries a handshake that failed at the transport (the page's client retries too)."""
+
+
 ROOT_STATE = "reflex___state____state"
 _MOD = "hitl_app___ui___state"
 SESSION = f"{ROOT_STATE}.{_MOD}___session____session_state"
@@ -42,8 +46,8 @@ STATE_PATHS: dict[str, str] = {
     "ThreadListState": f"{SESSION}.{_MOD}___thread_list____thread_list_state",
     "ChatState": f"{SESSION}.{_MOD}___chat____chat_state",
     "ReviewState": f"{SESSION}.{_MOD}___review____review_state",
-    "MenuState": f"{ROOT_STATE}.hitl_app___ui___menu_state____menu_state",
-    "InboxState": f"{SESSION}.hitl_app___ui___inbox_state____inbox_state",
+    "MenuState": f"{ROOT_STATE}.hitl_app___ui___state___menu____menu_state",
+    "InboxState": f"{SESSION}.hitl_app___ui___state___inbox____inbox_state",
 }
 """Short state name -> Reflex full state name (``State.get_full_name()``; checked in the tests)."""
 
@@ -104,19 +108,29 @@ class WsClient:
             if server is not None:
                 signed = await server.asign_in(self.browser_id)
                 self.session_token, self.account_id = signed.token, signed.account_id
-        sio = socketio.AsyncClient(reconnection=False)
-        sio.on("event", self._on_event, namespace="/_event")
-        sio.on("new_token", self._on_new_token, namespace="/_event")
-        await sio.connect(
-            f"{self.url}/_event/?token={self.token}",
-            transports=["websocket"],
-            namespaces=["/_event"],
-            socketio_path="/_event",
-            wait_timeout=20,
-            headers={"Cookie": f"hitl_session={self.session_token}"} if self.session_token else {},
-        )
-        self._sio = sio
-        return self
+        # A transport-level failure of the handshake is tried again, as the page's socket.io client
+        # does (it reconnects with a back-off); a refusal still fails after the last try.
+        for attempt in range(CONNECT_TRIES):
+            sio = socketio.AsyncClient(reconnection=False)
+            sio.on("event", self._on_event, namespace="/_event")
+            sio.on("new_token", self._on_new_token, namespace="/_event")
+            try:
+                await sio.connect(
+                    f"{self.url}/_event/?token={self.token}",
+                    transports=["websocket"],
+                    namespaces=["/_event"],
+                    socketio_path="/_event",
+                    wait_timeout=20,
+                    headers={"Cookie": f"hitl_session={self.session_token}"} if self.session_token else {},
+                )
+            except socketio.exceptions.ConnectionError:
+                if attempt == CONNECT_TRIES - 1:
+                    raise
+                await asyncio.sleep(0.5 * (attempt + 1))
+                continue
+            self._sio = sio
+            return self
+        raise AssertionError("unreachable")
 
     async def close(self) -> None:
         """Close the websocket (the server keeps the tab's state under its token)."""

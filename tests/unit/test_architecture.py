@@ -1,8 +1,10 @@
 """The house rules the code keeps, checked on the source itself (AST, no imports of the app).
 
 * The arrows: only ``hitl_app/ui/`` and ``hitl_app/hitl_app.py`` import reflex; ``agent/`` imports
-  neither ``threads/`` nor ``ui/``; ``review/`` imports nothing of the app outside ``review/``;
+  none of ``threads/ runs/ bus/ desk/ reviewers/ ui/``; ``review/`` imports nothing of the app outside ``review/``;
   nothing outside ``ui/`` and ``hitl_app.py`` imports ``hitl_app.ui``.
+* ``store/`` imports only ``store/``, ``review/`` (the pure review vocabulary it persists: pending
+  reviews, decisions, rights), ``settings`` and ``errors``.
 * Size: no file over 400 lines, no function over 60.
 * Every module has a test that imports it, or says where it is tested (``# Tested by: <path>``).
 """
@@ -87,6 +89,10 @@ def in_ui_room(module: Module) -> bool:
     return under(module.name, "hitl_app.ui") or module.name == "hitl_app.hitl_app"
 
 
+APP_ROOMS = ("threads", "runs", "bus", "desk", "reviewers", "ui")
+"""The rooms above ``agent/``: it imports none of them."""
+
+
 def arrow_violations(modules: tuple[Module, ...] = ()) -> list[str]:
     """Every import that turns an arrow around, as ``"<file>: imports <name> (<rule>)"``."""
     found = []
@@ -96,8 +102,15 @@ def arrow_violations(modules: tuple[Module, ...] = ()) -> list[str]:
                 found.append(f"{module.rel}: imports {name} (only ui/ and hitl_app.py import reflex)")
             if under(name, "hitl_app.ui") and not in_ui_room(module):
                 found.append(f"{module.rel}: imports {name} (only ui/ and hitl_app.py import hitl_app.ui)")
-            if under(module.name, "hitl_app.agent") and (under(name, "hitl_app.threads") or under(name, "hitl_app.ui")):
-                found.append(f"{module.rel}: imports {name} (agent/ imports neither threads/ nor ui/)")
+            if under(module.name, "hitl_app.agent") and any(under(name, f"hitl_app.{room}") for room in APP_ROOMS):
+                found.append(f"{module.rel}: imports {name} (agent/ imports none of threads/ runs/ bus/ desk/ reviewers/ ui/)")
+            if (
+                under(module.name, "hitl_app.store")
+                and under(name, "hitl_app")
+                and not any(under(name, f"hitl_app.{room}") for room in ("store", "review", "settings", "errors"))
+                and name != "hitl_app"
+            ):
+                found.append(f"{module.rel}: imports {name} (store/ imports only store/, review/, settings and errors)")
             if (
                 under(module.name, "hitl_app.review")
                 and under(name, "hitl_app")
@@ -198,3 +211,77 @@ def untested_modules() -> list[str]:
 
 def test_every_module_has_a_test():
     assert untested_modules() == []
+
+
+SERVICE_FREE_ROOMS = ("hitl_app.desk", "hitl_app.bus", "hitl_app.runs", "hitl_app.reviewers")
+"""Rooms the thread service composes: they get what they need (a session factory, callables, rights
+maps) and never import the service back."""
+
+
+def test_the_rooms_the_service_composes_never_import_it():
+    found = [
+        f"{m.rel}: imports {name}"
+        for m in app_modules() if any(under(m.name, room) for room in SERVICE_FREE_ROOMS)
+        for name in sorted(imports_of(m)) if under(name, "hitl_app.threads.service")
+    ]
+    assert found == []
+
+
+def import_map(modules: tuple[Module, ...] = ()) -> dict[str, set[str]]:
+    """Module -> the app modules it imports (``from pkg import module`` counts the module, not ``pkg``)."""
+    modules = modules or app_modules()
+    known = {m.name for m in modules}
+    out: dict[str, set[str]] = {}
+    for m in modules:
+        names: set[str] = set()
+        for node in ast.walk(m.tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                found = imported_names(node, m.name, m.path.name == "__init__.py")
+                modules_named = found - {min(found, key=len)}
+                names |= modules_named if modules_named <= known else found
+        out[m.name] = {n for n in names if n in known and n != m.name}
+    return out
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph``: each strongly connected set of two or more modules, sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while (w := stack.pop()) != v:
+                comp.append(w)
+            if comp:
+                found.append(sorted([v, *comp]))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_circles_in_the_import_map():
+    """Outside ui/ (whose states and pages the UI's own split untangles) no module imports itself back."""
+    by_name = {m.name: m for m in app_modules()}
+    outside_ui = [c for c in circles(import_map()) if not all(in_ui_room(by_name[n]) for n in c)]
+    assert outside_ui == []
+
+
+def test_a_circle_is_caught():
+    """The checker itself: the desk importing the service that composes it is a circle."""
+    graph = {"a.service": {"a.desk"}, "a.desk": {"a.grants"}, "a.grants": {"a.service"}, "a.views": {"a.desk"}}
+    assert circles(graph) == [["a.desk", "a.grants", "a.service"]]

@@ -11,6 +11,7 @@ phrase (verbs case-insensitive, argument case kept)    result
 ``read <table>``                                       ``read_data(table)``
 ``wait <N> seconds``                                   ``slow_task(seconds=N)``
 ``pay <amount> to <name>``                             ``transfer_funds(amount, to)``
+``call <tool> [<JSON object>]``                        ``<tool>(**object)``: any tool, e.g. an MCP one
 ``stream <N> words``                                   a plain reply of exactly N words (N <= 20000)
 ``fail after <N> words``                               N words, then ``RuntimeError`` from the stream
 requests joined by `` and `` or ``;``                  parallel tool calls in one message, in order
@@ -24,6 +25,7 @@ records`` stays one query. Everything here is pure.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -35,7 +37,8 @@ MAX_STREAM_WORDS = 20_000
 HELP_TEXT = (
     "I am the offline demo model. I can: email <address> about <subject>: <body>; "
     "write <path>: <content>; delete <path>; sql: <query>; ask me <question>; read records (or read outbox); "
-    "wait <N> seconds; pay <amount> to <name>; stream <N> words; fail after <N> words. Join requests with 'and' or ';'."
+    "wait <N> seconds; pay <amount> to <name>; call <tool> {JSON arguments}; stream <N> words; "
+    "fail after <N> words. Join requests with 'and' or ';'."
 )
 """The reply to anything that is not a known phrase."""
 
@@ -44,7 +47,7 @@ _VOCABULARY = (
     "card twice before they approve anything at all"
 ).split()
 
-_VERB_START = r"(?:email\s|write\s|delete\s|sql\s*:|ask\s+me\s|read\s|wait\s|pay\s+[$€£]?[\d.])"
+_VERB_START = r"(?:call\s|email\s|write\s|delete\s|sql\s*:|ask\s+me\s|read\s|wait\s|pay\s+[$€£]?[\d.])"
 _SPLIT = re.compile(rf"(?:\s*;\s*|\s+and\s+)(?={_VERB_START})", re.IGNORECASE)
 
 _EMAIL = re.compile(
@@ -60,6 +63,7 @@ _WAIT = re.compile(r"^wait\s+(?P<n>\d+(?:\.\d+)?)\s+sec(?:ond)?s?\W*$", re.IGNOR
 _PAY = re.compile(
     r"^pay\s+[$€£]?(?P<amount>\d[\d,]*(?:\.\d+)?|\.\d+)\s+to\s+(?P<to>.*?)[\s.!]*$", re.IGNORECASE | re.DOTALL
 )
+_CALL = re.compile(r"^call\s+(?P<tool>[A-Za-z0-9_-]+)(?:\s+(?P<args>\{.*\}))?\s*$", re.IGNORECASE | re.DOTALL)
 _STREAM = re.compile(r"^stream\s+(?P<n>\d+)\s+words?\W*$", re.IGNORECASE)
 _FAIL = re.compile(r"^fail\s+after\s+(?P<n>\d+)\s+words?\W*$", re.IGNORECASE)
 
@@ -97,6 +101,8 @@ def parse_request(text: str) -> list[tuple[str, dict[str, Any]]] | None:
 
 def _parse_one(part: str) -> tuple[str, dict[str, Any]] | None:
     """Parse a single request part; None if it is not a tool phrase."""
+    if m := _CALL.match(part):
+        return _call(m["tool"], m["args"])
     if m := _EMAIL.match(part):
         subject = (m["subject"] or "").strip() or "(no subject)"
         return "send_email", {"to": m["to"], "subject": subject, "body": (m["body"] or "").strip()}
@@ -116,6 +122,18 @@ def _parse_one(part: str) -> tuple[str, dict[str, Any]] | None:
     if m := _DELETE.match(part):
         return "delete_file", {"path": m["path"].strip()}
     return None
+
+
+def _call(tool: str, args_text: str | None) -> tuple[str, dict[str, Any]] | None:
+    """``call <tool> [<JSON object>]``: the tool by its exact name with the object as arguments;
+    None when the text is not one JSON object."""
+    if not args_text:
+        return tool, {}
+    try:
+        args = json.loads(args_text)
+    except ValueError:
+        return None
+    return (tool, args) if isinstance(args, dict) else None
 
 
 def _pay(amount_text: str, to: str) -> tuple[str, dict[str, Any]] | None:

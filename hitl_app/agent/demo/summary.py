@@ -151,6 +151,10 @@ def summarize_tool_result(tool_call: Mapping[str, Any], message: Any | None) -> 
     match read_tool_message(message):
         case Responded(answer=answer):
             return f"You answered: {_short(answer, 2000)}."
+        case Rejected(reason=reason) as rejected if rejected.by_policy:
+            # "rejected by the policy: the deadline of card 3 passed (1 min without a decision)"
+            first = str(reason).split(". ", 1)[0].rstrip(".")
+            return f"{_cap(_thing(name, args))} did not happen: {_short(first[:1].lower() + first[1:], 2000)}."
         case Rejected(reason=reason):
             why = f" (reason: {_short(reason, 2000)})" if reason else ""
             return f"{_cap(_thing(name, args))} did not happen: the reviewer rejected it{why}."

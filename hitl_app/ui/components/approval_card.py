@@ -6,20 +6,35 @@ from __future__ import annotations
 
 import reflex as rx
 
-from hitl_app.review import draft
-from hitl_app.review.types import MAX_PASTE_CHARS
-from hitl_app.ui import theme
-from hitl_app.ui.components.card_parts import KEEP_TEXT_MS, edited_summary, editor_panel, effect_preview, risk_badge, waited
+from hitl_app.review.types import DECISION_STYLES, DECISION_TYPES, EDIT, MAX_PASTE_CHARS, REJECT, RESPOND, DecisionType
+from hitl_app.ui import review_text, theme
+from hitl_app.ui.cards.card_rows import ArgRow, CardRow
+from hitl_app.ui.components.card_parts import (
+    KEEP_TEXT_MS,
+    edited_summary,
+    editor_panel,
+    effect_preview,
+    mcp_origin,
+    risk_badge,
+    waited,
+)
 from hitl_app.ui.components.desk import card_deadline, card_grant, undo_bar
 from hitl_app.ui.components.shortcuts import shortcuts_help
-from hitl_app.ui.desk_state import DeskState
-from hitl_app.ui.rows import ArgRow, CardRow
-from hitl_app.ui.state import ReviewState
+from hitl_app.ui.state.desk import DeskState
+from hitl_app.ui.state.review import ReviewState
 
-_LABELS = {"approve": "Approve", "edit": "Edit", "reject": "Reject", "respond": "Respond"}
-_ICONS = {"approve": "check", "edit": "pencil", "reject": "x", "respond": "message-circle"}
-_COLORS = {"approve": "green", "edit": "blue", "reject": "red", "respond": "violet"}
-_KEYS = {"approve": "a", "edit": "e", "reject": "r", "respond": "s"}
+_FOCUS_AFTER: dict[DecisionType, str] = {
+    REJECT: "[data-testid=reject-message]",
+    RESPOND: "[data-testid=respond-message]",
+    EDIT: "[data-testid=card-editor] input, [data-testid=card-editor] select, [data-testid=card-editor] textarea, "
+          "[data-testid=card-editor] .cm-content",
+}
+"""The field a decision's keyboard shortcut moves the focus to once the card shows it (read by
+``assets/js/review_keys.js`` from the button's ``data-focus``)."""
+
+DECISION_KEYS = "".join(style.key for style in DECISION_STYLES.values())
+"""The decision shortcuts, one letter each (``"aers"``), handed to the keyboard script on the
+review panel's ``data-decision-keys``."""
 
 
 def _arg_row(arg: ArgRow) -> rx.Component:
@@ -33,21 +48,44 @@ def _arg_row(arg: ArgRow) -> rx.Component:
     )
 
 
-def _decision_button(card: CardRow, kind: str) -> rx.Component:
-    chosen = card.choice == kind
+def _decision_button(card: CardRow, kind: DecisionType) -> rx.Component:
+    chosen, style = card.choice == kind, DECISION_STYLES[kind]
     return rx.cond(
         card.allowed.contains(kind),
         rx.button(
-            rx.icon(_ICONS[kind], size=14),
-            _LABELS[kind],
+            rx.icon(style.icon, size=14),
+            style.label,
             on_click=ReviewState.choose(card.index, kind),
-            color_scheme=_COLORS[kind],
+            color_scheme=style.color,
             variant=rx.cond(chosen, "solid", "surface"),
             size="2",
             data_testid=f"decision-{kind}",
-            title=f"{_LABELS[kind]} ({_KEYS[kind].upper()})",
-            custom_attrs={"aria-pressed": rx.cond(chosen, "true", "false"), "aria-keyshortcuts": _KEYS[kind]},
+            title=f"{style.label} ({style.key.upper()})",
+            custom_attrs={"aria-pressed": rx.cond(chosen, "true", "false"), "aria-keyshortcuts": style.key,
+                          "data-focus": _FOCUS_AFTER.get(kind, "")},
         ),
+    )
+
+
+_QUESTION_ANSWERS = (
+    ("edit", "Accept", "check", "green", "Answer with the form's values"),
+    ("reject", "Decline", "x", "red", "Say no: the server hears 'decline'"),
+    ("cancel", "Cancel", "circle-slash", "gray", "Dismiss without answering: the server hears 'cancel'"),
+)
+"""An MCP server's question: the spec's three answers (kind for ``ReviewState.choose``, label, icon,
+colour, tooltip)."""
+
+
+def _question_button(card: CardRow, kind: str, label: str, icon: str, color: str, hint: str) -> rx.Component:
+    """One of Accept / Decline / Cancel on a server's question (``data-testid="question-<kind>"``)."""
+    chosen = rx.cond(kind == "cancel", (card.choice == REJECT) & card.reject_cancel,
+                     rx.cond(kind == REJECT, (card.choice == REJECT) & ~card.reject_cancel, card.choice == kind))
+    return rx.button(
+        rx.icon(icon, size=14), label,
+        on_click=ReviewState.choose(card.index, kind),
+        color_scheme=color, variant=rx.cond(chosen, "solid", "surface"), size="2",
+        data_testid=f"question-{kind}", title=hint,
+        custom_attrs={"aria-pressed": rx.cond(chosen, "true", "false")},
     )
 
 
@@ -85,23 +123,20 @@ def _state_text(card: CardRow) -> rx.Component:
         "decided (" + card.progress + ")",
         rx.cond(
             (card.standing == "waiting") & (card.choice == ""),
-            "waiting for " + _waits_for(card) + " (" + card.progress + ")",
-            rx.match(
-                card.choice,
-                ("approve", "approved"),
-                ("reject", "rejected"),
-                ("respond", "answer chosen"),
-                ("edit", rx.cond(card.editing, "editing, not checked", "edited")),
-                "not decided yet",
+            "waiting for " + card.waits_for + " (" + card.progress + ")",
+            rx.cond(
+                card.question & (card.choice == REJECT),
+                rx.cond(card.reject_cancel, "cancel picked (the server hears cancel)",
+                        "decline picked (the server hears decline)"),
+                rx.match(
+                    card.choice,
+                    *[(kind, style.picked) for kind, style in DECISION_STYLES.items() if kind != EDIT],
+                    (EDIT, rx.cond(card.editing, "editing, not checked", DECISION_STYLES[EDIT].picked)),
+                    "not decided yet",
+                ),
             ),
         ),
     ))
-
-
-def _waits_for(card: CardRow) -> rx.Var:
-    """Whom a waiting card waits for: "another reviewer" once this person's approval is in, else
-    the card's ``others`` ("a reviewer", or the name of the person who asked, "Max")."""
-    return rx.cond(card.yours, "another reviewer", rx.cond(card.others != "", card.others, "a reviewer"))
 
 
 def _standing_badge(card: CardRow) -> rx.Component:
@@ -110,7 +145,7 @@ def _standing_badge(card: CardRow) -> rx.Component:
         card.standing,
         ("complete", rx.badge(rx.icon("check", size=12), "Decided", color_scheme="green", data_testid="card-standing")),
         ("waiting", rx.cond(card.choice == "", rx.badge(
-            rx.icon("hourglass", size=12), "Waiting for ", _waits_for(card),
+            rx.icon("hourglass", size=12), "Waiting for ", card.waits_for,
             color_scheme="amber", data_testid="card-standing",
         ))),
         rx.fragment(),
@@ -123,7 +158,7 @@ def _choice_chip(card: CardRow) -> rx.Component:
     failed"): ``ReviewState.chips``, Submit's own rule."""
     chip = ReviewState.chips[card.index]
     done = chip[1] == "done"
-    colour = rx.cond(done, "gray", rx.cond(chip[0] == draft.CHECK_FAILED, "red", "amber"))
+    colour = rx.cond(done, "gray", rx.cond(chip[0] == review_text.CHECK_FAILED, "red", "amber"))
     return rx.cond(card.choice != "", rx.badge(
         chip[0], color_scheme=colour, variant=rx.cond(done, "soft", "outline"),
         data_testid="card-choice", custom_attrs={"data-decided": rx.cond(done, "true", "false")},
@@ -146,13 +181,19 @@ def _header(card: CardRow) -> rx.Component:
 
 
 def _edit_area(card: CardRow) -> rx.Component:
-    return rx.cond(card.choice == "edit", rx.cond(card.editing, editor_panel(card), edited_summary(card)))
+    return rx.cond(card.choice == EDIT, rx.cond(card.editing, editor_panel(card), edited_summary(card)))
 
 
 def _answers(card: CardRow) -> rx.Component:
     return rx.fragment(
         rx.cond(
-            card.choice == "reject",
+            card.question & (card.choice == REJECT),
+            rx.text("The server hears: ", rx.cond(card.reject_cancel, "cancel (dismissed without an answer)",
+                                                  "decline (no)"),
+                    size="2", color=theme.MUTED, data_testid="question-answer"),
+        ),
+        rx.cond(
+            ~card.question & (card.choice == REJECT),
             rx.input(
                 placeholder="Reason (optional, shown to the agent)",
                 default_value=card.reason,
@@ -165,7 +206,20 @@ def _answers(card: CardRow) -> rx.Component:
             ),
         ),
         rx.cond(
-            (card.choice == "respond") | ((card.allowed.length() == 1) & card.allowed.contains("respond")),
+            ~card.question & (card.choice == REJECT),
+            rx.text(
+                rx.el.label(
+                    rx.checkbox(checked=card.reject_stop, on_change=lambda on: ReviewState.set_reject_stop(card.index, on),
+                                data_testid="reject-stop"),
+                    " Reject and stop: end the run, the agent does not retry (off: reject and tell the agent, "
+                    "the run goes on)",
+                    style={"display": "flex", "gap": "6px", "alignItems": "center"},
+                ),
+                size="2", color=theme.MUTED,
+            ),
+        ),
+        rx.cond(
+            (card.choice == RESPOND) | ((card.allowed.length() == 1) & card.allowed.contains(RESPOND)),
             rx.text_area(
                 placeholder="Your answer (required)",
                 default_value=card.answer,
@@ -190,9 +244,10 @@ def approval_card(card: CardRow) -> rx.Component:
     return rx.card(
         rx.vstack(
             _header(card),
+            mcp_origin(card),
             risk_badge(card),
             rx.text(card.description, weight="medium", data_testid="card-description", style={"overflowWrap": "anywhere"}),
-            card_deadline(),
+            card_deadline(card),
             rx.cond(
                 card.args.length() > 0,
                 rx.table.root(rx.table.body(rx.foreach(card.args, _arg_row)), size="1", width="100%", variant="ghost"),
@@ -202,13 +257,10 @@ def approval_card(card: CardRow) -> rx.Component:
             _answers(card),
             _progress_line(card),
             rx.cond(card.note != "", rx.text(card.note, size="2", color=theme.MUTED, data_testid="card-note", style=theme.WRAP)),
-            rx.hstack(
-                _decision_button(card, "approve"),
-                _decision_button(card, "edit"),
-                _decision_button(card, "reject"),
-                _decision_button(card, "respond"),
-                spacing="2",
-                wrap="wrap",
+            rx.cond(
+                card.question,
+                rx.hstack(*[_question_button(card, *answer) for answer in _QUESTION_ANSWERS], spacing="2", wrap="wrap"),
+                rx.hstack(*[_decision_button(card, kind) for kind in DECISION_TYPES], spacing="2", wrap="wrap"),
             ),
             rx.cond(card.risk != "high", card_grant(card)),  # a high-risk tool is never granted from its card
             rx.cond(
@@ -222,7 +274,7 @@ def approval_card(card: CardRow) -> rx.Component:
         ),
         custom_attrs={
             "data-testid": "approval-card", "data-action-name": card.tool_name, "data-index": card.index,
-            "data-choice": card.choice, "data-editing": rx.cond(card.editing, "true", "false"),
+            "data-choice": card.choice, "data-standing": card.standing, "data-editing": rx.cond(card.editing, "true", "false"),
             "tabIndex": 0, "role": "group",
             "aria-label": "Approval card " + (card.index + 1).to_string() + ": " + card.tool_name + ". " + card.description,
         },
@@ -294,7 +346,7 @@ def _cards_panel() -> rx.Component:
                 rx.cond(
                     ReviewState.can_approve_all,
                     rx.button(
-                        ReviewState.approve_all_label, on_click=ReviewState.approve_all, size="3", variant="outline",
+                        ReviewState.approve_all_label, on_click=ReviewState.pick_approve_rest, size="3", variant="outline",
                         color_scheme="green", data_testid="approve-all"
                     )
                 ),
@@ -303,7 +355,7 @@ def _cards_panel() -> rx.Component:
             spacing="3",
             width="100%",
             data_testid="review-panel",
-            custom_attrs={"data-interrupt": ReviewState.interrupt_id,
+            custom_attrs={"data-interrupt": ReviewState.interrupt_id, "data-decision-keys": DECISION_KEYS,
                           "data-all-decided": rx.cond(ReviewState.all_decided, "true", "false"),
                           "role": "region", "aria-label": "Review needed"},
         ),

@@ -12,10 +12,10 @@ from __future__ import annotations
 import reflex as rx
 
 from hitl_app.ui import theme
+from hitl_app.ui.cards.card_rows import CardRow
 from hitl_app.ui.components.json_editor import json_editor
 from hitl_app.ui.components.schema_form import edit_diff, edit_mode_switch, schema_form
-from hitl_app.ui.rows import CardRow
-from hitl_app.ui.state import ReviewState
+from hitl_app.ui.state.review import ReviewState
 
 KEEP_TEXT_MS = 800
 """Typed text is kept on the server until Submit once typing pauses this long (ms), and on blur: a
@@ -52,6 +52,26 @@ def waited() -> rx.Component:
         ),
         spacing="1",
         align="center",
+    )
+
+
+def mcp_origin(card: CardRow) -> rx.Component:
+    """An MCP tool's server (``data-testid="mcp-server"``) and the server's hints as badges
+    (``hint-badge``, ``data-hint``); nothing for a built-in tool."""
+    return rx.cond(
+        card.server != "",
+        rx.hstack(
+            rx.badge(rx.icon("server", size=12, aria_hidden="true"), "MCP server " + card.server,
+                     color_scheme="indigo", variant="soft", data_testid="mcp-server"),
+            rx.text("tool " + card.server_tool, size="1", color=theme.MUTED, style=theme.WRAP),
+            rx.foreach(card.hints, lambda hint: rx.badge(
+                hint, variant="outline", data_testid="hint-badge", custom_attrs={"data-hint": hint},
+                color_scheme=rx.match(hint, ("destructive", "red"), ("reaches outside", "amber"), "gray"),
+            )),
+            rx.cond(~card.server_trusted, rx.text("hints only: the server is not marked trusted", size="1",
+                                                  color=theme.MUTED, data_testid="untrusted-note")),
+            spacing="2", align="center", wrap="wrap",
+        ),
     )
 
 
@@ -166,7 +186,8 @@ def editor_panel(card: CardRow) -> rx.Component:
     index = card.index
     return rx.vstack(
         rx.hstack(
-            rx.text("Edit the arguments. The tool name cannot change.", size="1", color=theme.MUTED),
+            rx.text(rx.cond(card.question, "Your answer to the server's question: fill in the form, then check it.",
+                            "Edit the arguments. The tool name cannot change."), size="1", color=theme.MUTED),
             rx.spacer(),
             rx.cond(card.has_form, edit_mode_switch(card.mode, lambda mode: ReviewState.set_edit_mode(index, mode))),
             width="100%",

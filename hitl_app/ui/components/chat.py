@@ -11,7 +11,14 @@ from hitl_app.ui import theme
 from hitl_app.ui.components.approval_card import review_panel
 from hitl_app.ui.components.desk import composer_status
 from hitl_app.ui.components.message import message
-from hitl_app.ui.state import COMPOSER_ID, ChatState, ReviewState
+from hitl_app.ui.components.message_list import message_list
+from hitl_app.ui.state.chat import ChatState
+from hitl_app.ui.state.composer import COMPOSER_ID
+from hitl_app.ui.state.review import ReviewState
+
+THREAD_SCROLL_ID = "thread-scroll"
+"""The id of the thread page's scroll box (``pages/thread.py``): the message list, the live reply and the
+review scroll in it as one (``assets/js/stick_to_bottom.js`` keeps it at its end while text streams)."""
 
 
 def streaming_bubble() -> rx.Component:
@@ -20,15 +27,17 @@ def streaming_bubble() -> rx.Component:
     The text element is keyed by ``ChatState.live_key`` and filled by ``window.hitlLive``
     (``assets/js/live.js``) from append-only deltas, in block ``div``s so that layout stays with
     the last block; React renders it once, empty, per bubble, and never re-renders the text.
-    "Thinking…" is a CSS ``::before`` shown while it is empty (so it is not part of the bubble's text).
+    "Thinking…" (or, while a tool runs, ``ChatState.running_label``: "Running slow_task…") is a CSS
+    ``::before`` shown while it is empty (so it is not part of the bubble's text).
     """
     return rx.cond(
         ChatState.streaming,
         rx.box(
             rx.el.div(
                 key=ChatState.live_key,
-                custom_attrs={"data-live": ChatState.live_key},
-                style={"&:empty::before": {"content": '"Thinking…"', "color": theme.MUTED}},
+                custom_attrs={"data-live": ChatState.live_key,
+                              "data-placeholder": rx.cond(ChatState.running_label != "", ChatState.running_label, "Thinking…")},
+                style={"&:empty::before": {"content": "attr(data-placeholder)", "color": theme.MUTED}},
             ),
             custom_attrs={"data-testid": "streaming-message", "data-role": "assistant"},
             background=theme.BUBBLE_ASSISTANT_BG,
@@ -166,6 +175,24 @@ def _composer_form() -> rx.Component:
     )
 
 
+def _messages() -> rx.Component:
+    """The thread's rows: a virtualized list that asks for the earlier page as the reader scrolls up to its
+    first row, and "Show earlier messages" above it while earlier rows are still on the server."""
+    return rx.fragment(
+        rx.cond(
+            ChatState.hidden_count > 0,
+            rx.button(
+                rx.icon("chevrons-up", size=14), "Show earlier messages (", ChatState.hidden_count, " more)",
+                variant="soft", size="1", align_self="center", on_click=ChatState.show_earlier, data_testid="show-earlier",
+            ),
+        ),
+        message_list(
+            rx.foreach(ChatState.messages, message), ChatState.hidden_count, THREAD_SCROLL_ID, gap=12,
+            on_start_reached=ChatState.show_earlier, key=ChatState.tid,
+        ),
+    )
+
+
 def thread_column() -> rx.Component:
     """Messages, stream, notices, review and composer, in reading order.
 
@@ -176,7 +203,16 @@ def thread_column() -> rx.Component:
     return rx.vstack(
         rx.cond(
             ChatState.load_error != "",
-            rx.callout(ChatState.load_error, icon="ban", color_scheme="red", width="100%", data_testid="load-error"),
+            rx.callout.root(
+                rx.callout.icon(rx.icon("ban")),
+                rx.callout.text(ChatState.load_error),
+                rx.cond(
+                    ChatState.load_retry,
+                    rx.button(rx.icon("rotate-cw", size=14), "Retry", size="1", variant="surface", width="fit-content",
+                              on_click=ChatState.retry_load, data_testid="load-retry"),
+                ),
+                color_scheme="red", width="100%", data_testid="load-error",
+            ),
         ),
         rx.cond(
             (ChatState.messages.length() == 0) & ~ChatState.streaming & (ChatState.load_error == ""),
@@ -192,21 +228,7 @@ def thread_column() -> rx.Component:
                 data_testid="empty-thread",
             ),
         ),
-        rx.cond(
-            ChatState.hidden_count > 0,
-            rx.button(
-                rx.icon("chevrons-up", size=14),
-                "Show earlier messages (",
-                ChatState.hidden_count,
-                " more)",
-                variant="soft",
-                size="1",
-                align_self="center",
-                on_click=ChatState.show_earlier,
-                data_testid="show-earlier",
-            ),
-        ),
-        rx.foreach(ChatState.messages, message),
+        _messages(),
         streaming_bubble(),
         notices(),
         review_panel(),

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import reflex as rx
 
+from hitl_app.review.draft import COMPLETE
+from hitl_app.review.types import DECISION_STYLES, REJECT
 from hitl_app.ui import theme
-from hitl_app.ui.desk_state import NO_GRANT, DeskState
-from hitl_app.ui.rows import CardRow, DecidedRow
+from hitl_app.ui.cards.card_rows import CardRow, DecidedRow
+from hitl_app.ui.state.desk import NO_GRANT, DeskState
+from hitl_app.ui.state.review import ReviewState
 
 
 def _countdown(due, before: str, done: str, testid: str, after: str = "") -> rx.Component:
@@ -43,9 +46,10 @@ def composer_status(line) -> rx.Component:
     )
 
 
-def card_deadline() -> rx.Component:
-    """The review's time left ("Rejected by policy in 14:32 min"), or that it was escalated."""
-    return rx.fragment(
+def card_deadline(card: CardRow) -> rx.Component:
+    """The review's time left ("Rejected by policy in 14:32 min"), or that it was escalated, on a
+    card the deadline can still decide: none on a card already decided (its decision stands)."""
+    return rx.cond(card.standing == COMPLETE, rx.fragment(), rx.fragment(
         rx.cond(
             DeskState.deadline_ms > 0,
             rx.hstack(
@@ -65,7 +69,7 @@ def card_deadline() -> rx.Component:
                       rx.text(DeskState.escalated_note, size="2", color="var(--amber-11)"),
                       spacing="2", align="center", data_testid="deadline"),
         ),
-    )
+    ))
 
 
 def card_grant(card: CardRow) -> rx.Component:
@@ -77,7 +81,7 @@ def card_grant(card: CardRow) -> rx.Component:
             rx.el.option("Approve just this once", value=NO_GRANT),
             rx.foreach(options, lambda o: rx.el.option(o[1], value=o[0])),
             value=DeskState.grant_choice[card.index],
-            on_change=lambda value: DeskState.set_grant(card.index, value),
+            on_change=lambda value: ReviewState.set_grant(card.index, value),
             aria_label="Also allow without asking",
             data_testid="grant-scope",
             style={"width": "100%", "padding": "6px 8px", "borderRadius": "6px", "border": "1px solid var(--gray-7)",
@@ -90,7 +94,7 @@ def card_grant(card: CardRow) -> rx.Component:
     )
 
 
-_VERB_COLORS = (("approve", "green"), ("edit", "blue"), ("reject", "red"), ("respond", "violet"))
+_VERB_COLORS = tuple((kind, style.color) for kind, style in DECISION_STYLES.items())
 
 
 def _decided(line: DecidedRow) -> rx.Component:
@@ -104,7 +108,7 @@ def _decided(line: DecidedRow) -> rx.Component:
             rx.cond(
                 line.detail != "",
                 rx.text(line.detail, size="2", data_testid="undo-detail", style={"overflowWrap": "anywhere", "minWidth": "0"}),
-                rx.cond(line.decision == "reject", rx.text("no reason given", size="2", color=theme.MUTED)),
+                rx.cond(line.decision == REJECT, rx.text("no reason given", size="2", color=theme.MUTED)),
             ),
             align="center", spacing="2", wrap="wrap", width="100%",
         ),
@@ -146,7 +150,7 @@ def undo_bar() -> rx.Component:
                 rx.hstack(
                     rx.text("·", color=theme.MUTED),
                     rx.button(
-                        "Undo", on_click=DeskState.undo, size="2", variant="solid", color_scheme="amber",
+                        "Undo", on_click=ReviewState.undo, size="2", variant="solid", color_scheme="amber",
                         data_testid="undo-button",
                     ),
                     align="center", spacing="3",

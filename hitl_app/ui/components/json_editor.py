@@ -20,6 +20,8 @@ from typing import Any
 
 import reflex as rx
 
+from hitl_app.review.types import MAX_PASTE_CHARS
+
 CODEMIRROR_PACKAGES = [
     "@uiw/react-codemirror@4.25.12",
     "@codemirror/lang-json@6.0.2",
@@ -63,6 +65,7 @@ class JsonEditor(rx.Component):
     settle_ms: rx.Var[int]
     aria_label: rx.Var[str]
     read_only: rx.Var[bool]
+    max_length: rx.Var[int]
 
     on_change: rx.EventHandler[rx.event.passthrough_event_spec(str)]  # type: ignore[type-arg, valid-type]  # Reflex's own idiom
     on_settle: rx.EventHandler[rx.event.no_args_event_spec]  # type: ignore[type-arg, valid-type]  # as on_change
@@ -85,6 +88,7 @@ def json_editor(
         The component (client-only: CodeMirror needs the DOM).
     """
     attrs = {"data-testid": "edit-json", **props.pop("custom_attrs", {})}
+    props.setdefault("max_length", MAX_PASTE_CHARS)  # what reaches the server, as a text box's maxlength
     return rx.box(
         JsonEditor.create(value=value, schema=schema, on_change=on_change, custom_attrs=attrs, **props),
         width="100%",

@@ -119,15 +119,56 @@ def tool_row(msg: MessageRow) -> rx.Component:
     )
 
 
+LONG_USER_CHARS = 1200
+"""A user message longer than this (characters) is shown folded: its first lines and "Show the
+whole message" (QA C9: a 5,000-character message filled the screen)."""
+
+_FOLD = {
+    "& .hitl-fold-preview": {"maxHeight": "9.5em", "overflow": "hidden",
+                             "maskImage": "linear-gradient(to bottom, black 60%, transparent)"},
+    "& > details > summary": {"cursor": "pointer", "width": "fit-content", "color": "var(--accent-11)"},
+    "&:has(> details[open]) > .hitl-fold-preview, & > details[open] .hitl-fold-more,"
+    " & > details:not([open]) .hitl-fold-less": {"display": "none"},
+}
+
+
+def _markdown(text: rx.Var[str]) -> rx.Component:
+    """Message text as markdown, raw HTML off (shown as text, never run: no XSS); links open in a new
+    tab, images are links (``_MARKDOWN``). The user's and the agent's words render alike."""
+    return rx.markdown(text, use_raw=False, component_map=_MARKDOWN)
+
+
+def _user_text(msg: MessageRow) -> rx.Component:
+    """The user's words as markdown (like the agent's); a long message folded: its first lines, then a
+    ``<details>`` (test id ``message-fold``) whose summary, "Show the whole message (N characters)", a
+    click or the keyboard (Enter, Space) opens to the whole text, and "Show less" folds again. The
+    preview stays outside the summary, so a link in it is never inside another control."""
+    return rx.cond(
+        msg.text.length() > LONG_USER_CHARS,
+        rx.box(
+            # inert: neither read out nor focusable (its links): the summary says what it is, opening shows it all
+            rx.box(_markdown(msg.text), class_name="hitl-fold-preview", custom_attrs={"inert": True}),
+            rx.el.details(
+                rx.el.summary(
+                    rx.text.span("Show the whole message (", msg.text.length().to_string(), " characters)",
+                                 class_name="hitl-fold-more", size="2", weight="medium"),
+                    rx.text.span("Show less", class_name="hitl-fold-less", size="2", weight="medium"),
+                ),
+                _markdown(msg.text),
+                data_testid="message-fold",
+            ),
+            style=_FOLD,
+        ),
+        _markdown(msg.text),
+    )
+
+
 def bubble(msg: MessageRow) -> rx.Component:
-    """A user or assistant message; assistant text is markdown with raw HTML disabled (no XSS)."""
+    """A user or assistant message: markdown with raw HTML disabled (no XSS); a long user message folded."""
     is_user = msg.role == "user"
     return rx.box(
-        rx.cond(
-            is_user,
-            rx.text(msg.text, white_space="pre-wrap", style={"wordBreak": "break-word"}),
-            rx.markdown(msg.text, use_raw=False, component_map=_MARKDOWN),
-        ),
+        rx.cond(is_user, _user_text(msg), _markdown(msg.text)),
+        rx.cond(msg.cut != "", rx.text(msg.cut, size="1", color=theme.MUTED, data_testid="message-cut")),
         custom_attrs={"data-testid": "message", "data-role": msg.role},
         background=rx.cond(is_user, theme.BUBBLE_USER_BG, theme.BUBBLE_ASSISTANT_BG),
         padding="8px 14px",

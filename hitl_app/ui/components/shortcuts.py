@@ -15,16 +15,14 @@ from __future__ import annotations
 
 import reflex as rx
 
+from hitl_app.review.types import DECISION_STYLES
 from hitl_app.ui import theme
 
 REVIEW_KEYS_JS_SRC = "/js/review_keys.js"
 """The keyboard script (``assets/js/review_keys.js``), a plain ``<script src>`` (``script-src 'self'``)."""
 
 SHORTCUTS: tuple[tuple[str, str], ...] = (
-    ("A", "Approve the focused card"),
-    ("E", "Edit its arguments (form or JSON)"),
-    ("R", "Reject it (the focus goes to the reason box)"),
-    ("S", "Respond (the focus goes to the answer box)"),
+    *((style.key.upper(), style.key_help) for style in DECISION_STYLES.values()),
     ("J / K", "Next / previous card"),
     ("Esc", "Leave a text field or the editor (back to the card)"),
     ("Ctrl+Enter", "Submit, once every card is decided"),

@@ -7,11 +7,13 @@ from __future__ import annotations
 import reflex as rx
 
 from hitl_app.ui import theme
-from hitl_app.ui.inbox_state import InboxState
-from hitl_app.ui.menu_state import MenuState
 from hitl_app.ui.rows import ThreadRow
-from hitl_app.ui.state import ChatState, SessionState, ThreadListState
-from hitl_app.ui.workspace_state import WorkspaceState
+from hitl_app.ui.state.chat import ChatState
+from hitl_app.ui.state.inbox import InboxState
+from hitl_app.ui.state.menu import MenuState
+from hitl_app.ui.state.session import SessionState
+from hitl_app.ui.state.thread_list import ThreadListState
+from hitl_app.ui.state.workspace import WorkspaceState
 
 
 def _thread_link(row: ThreadRow, in_menu: bool = False) -> rx.Component:
@@ -46,6 +48,10 @@ def _thread_link(row: ThreadRow, in_menu: bool = False) -> rx.Component:
                     row.pending,
                     rx.badge("review", color_scheme="amber", high_contrast=True, flex_shrink="0", data_testid="pending-badge"),
                 ),
+            ),
+            rx.cond(  # the deployment lost the thread while its review waited (hitl_app.threads.lost)
+                row.lost,
+                rx.badge("review lost", color_scheme="gray", flex_shrink="0", data_testid="lost-badge"),
             ),
             align="center",
             spacing="2",
@@ -169,20 +175,11 @@ _SR_ONLY = {
 
 def mobile_menu() -> rx.Component:
     """Header button on small screens that opens the sidebar's content as a sheet from the left."""
-    return rx.dialog.root(
+    # The trigger is the button itself: Radix puts aria-expanded/aria-haspopup on it, which a
+    # plain div (the row with the count) may not carry (axe: aria-allowed-attr).
+    return rx.hstack(rx.dialog.root(
         rx.dialog.trigger(
-            rx.hstack(
-                rx.icon_button(
-                    rx.icon("menu", size=18), variant="ghost", aria_label="Threads and menu", data_testid="mobile-menu"
-                ),
-                rx.cond(  # reviews waiting: their count beside the menu button (phones)
-                    InboxState.count > 0,
-                    rx.badge(InboxState.count, color_scheme="amber", variant="solid", radius="full", size="1"),
-                ),
-                align="center",
-                spacing="1",
-                display=["flex", "flex", "none"],
-            ),
+            rx.icon_button(rx.icon("menu", size=18), variant="ghost", aria_label="Threads and menu", data_testid="mobile-menu"),
         ),
         rx.dialog.content(
             rx.dialog.title("Threads", style=_SR_ONLY),
@@ -206,5 +203,8 @@ def mobile_menu() -> rx.Component:
         ),
         open=MenuState.open,
         on_open_change=MenuState.set_open,
-    )
+    ), rx.cond(  # reviews waiting: their count beside the menu button (phones)
+        InboxState.count > 0,
+        rx.badge(InboxState.count, color_scheme="amber", variant="solid", radius="full", size="1"),
+    ), align="center", spacing="1", display=["flex", "flex", "none"])
 

@@ -1,4 +1,4 @@
-"""The user menu in the header: who is signed in (name, email, role), Admin, and the sign-out forms.
+"""The user menu in the header: who is signed in (name, email, role), Admin, Webhooks, API tokens, and the sign-out forms.
 
 Names and emails are rendered as text nodes (React escapes them), never as markup. Sign-out is a
 plain form post to ``/auth/sign-out`` (the HttpOnly cookie is cleared by the server's answer).
@@ -10,7 +10,7 @@ import reflex as rx
 
 from hitl_app.ui import theme
 from hitl_app.ui.components.plain_form import plain_form
-from hitl_app.ui.state import SessionState
+from hitl_app.ui.state.session import SessionState
 
 _ELLIPSIS = {"overflow": "hidden", "textOverflow": "ellipsis", "whiteSpace": "nowrap", "minWidth": "0"}
 
@@ -50,6 +50,13 @@ def user_menu() -> rx.Component:
                     rx.link(rx.hstack(rx.icon("users", size=14), rx.text("Accounts", size="2"), align="center", spacing="2"),
                             href="/admin", data_testid="admin-link", underline="none"),
                 ),
+                rx.cond(
+                    SessionState.user_role == "admin",
+                    rx.link(rx.hstack(rx.icon("webhook", size=14), rx.text("Webhooks", size="2"), align="center", spacing="2"),
+                            href="/admin/webhooks", data_testid="webhooks-menu-link", underline="none"),
+                ),
+                rx.link(rx.hstack(rx.icon("key-round", size=14), rx.text("API tokens", size="2"), align="center", spacing="2"),
+                        href="/account", data_testid="tokens-link", underline="none"),
                 _sign_out_form("Sign out", "sign-out", everywhere=False),
                 _sign_out_form("Sign out everywhere", "sign-out-everywhere", everywhere=True),
                 spacing="2",
@@ -57,5 +64,6 @@ def user_menu() -> rx.Component:
             ),
             width="240px",
             align="end",
+            aria_label="Your account",
         ),
     )

@@ -9,7 +9,7 @@ import reflex as rx
 
 from hitl_app.store.inspect import MailRow
 from hitl_app.ui import theme
-from hitl_app.ui.workspace_state import WorkspaceState
+from hitl_app.ui.state.workspace import McpServerRow, WorkspaceState
 
 
 def _mail(m: MailRow) -> rx.Component:
@@ -85,6 +85,41 @@ def _records_tab() -> rx.Component:
     )
 
 
+def _server(row: McpServerRow) -> rx.Component:
+    """One MCP server: its name, connected or not, where it runs, its tools or why it failed."""
+    return rx.box(
+        rx.hstack(
+            rx.icon("server", size=14, aria_hidden="true"),
+            rx.text(row.name, weight="bold", size="2"),
+            rx.badge(rx.cond(row.connected, "connected", "not connected"),
+                     color_scheme=rx.cond(row.connected, "green", "red"), data_testid="mcp-server-state"),
+            align="center", spacing="2",
+        ),
+        rx.text(row.where, size="1", color=theme.MUTED, style=theme.WRAP),
+        rx.text(row.live, size="1", data_testid="mcp-server-live", style=theme.WRAP),
+        rx.cond(row.connected, rx.text(row.tools.length().to_string() + " tools: " + row.tools.join(", "),
+                                       size="1", style=theme.WRAP)),
+        rx.cond(row.error != "", rx.text(row.error, size="1", color=theme.ERROR_COLOR, style=theme.WRAP,
+                                         data_testid="mcp-server-error")),
+        custom_attrs={"data-testid": "mcp-server-row", "data-server": row.name,
+                      "data-connected": rx.cond(row.connected, "true", "false")},
+        padding="6px 0", border_bottom="1px solid var(--gray-4)", width="100%",
+    )
+
+
+def _servers_tab() -> rx.Component:
+    """The MCP servers of ``HITL_MCP``: which are connected and which are not."""
+    return rx.tabs.content(
+        rx.vstack(
+            rx.cond(WorkspaceState.servers.length() == 0,
+                    rx.text("No MCP servers: set HITL_MCP to an mcp.json file.", size="2", color=theme.MUTED)),
+            rx.foreach(WorkspaceState.servers, _server),
+            width="100%", padding_top="8px",
+        ),
+        value="servers",
+    )
+
+
 def workspace_panel() -> rx.Component:
     """Outbox, files and records: a person can check what really happened."""
     return rx.cond(
@@ -94,7 +129,7 @@ def workspace_panel() -> rx.Component:
                 rx.heading("Workspace", size="3"), rx.spacer(),
                 rx.icon_button(
                     rx.icon("refresh-cw", size=14), variant="ghost", on_click=WorkspaceState.refresh,
-                    data_testid="workspace-refresh"
+                    aria_label="Refresh the workspace", title="Refresh", data_testid="workspace-refresh"
                 ),
                 rx.icon_button(
                     rx.icon("x", size=14), variant="ghost", on_click=WorkspaceState.toggle, aria_label="Close the workspace",
@@ -105,11 +140,13 @@ def workspace_panel() -> rx.Component:
             rx.tabs.root(
                 rx.tabs.list(
                     rx.tabs.trigger("Outbox", value="outbox"), rx.tabs.trigger("Files", value="files"),
-                    rx.tabs.trigger("Records", value="records")
+                    rx.tabs.trigger("Records", value="records"),
+                    rx.tabs.trigger("MCP", value="servers", data_testid="workspace-mcp-tab"),
                 ),
                 _outbox_tab(),
                 _files_tab(),
                 _records_tab(),
+                _servers_tab(),
                 default_value="outbox",
                 width="100%",
             ),

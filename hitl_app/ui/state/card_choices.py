@@ -7,7 +7,7 @@ A Reflex state mixin of ``ReviewState`` (which provides ``cards``, ``interrupt_i
 changes a card's choice calls ``_keep`` (a click, a reason or answer when its field changes, a
 checked edit, the "always allow" scope beside an approval, an open editor's draft when the JSON
 editor's typing pauses or a form field is left); ``_restore`` puts the person's kept choices back
-on blank cards when the tab shows the review (``hitl_app.threads.choices``), an approval with its
+on blank cards when the tab shows the review (``hitl_app.desk.choices``), an approval with its
 grant scope (``DeskState`` shows it if the server still offers it) and an open edit as an open
 editor with its draft. The rules are ``review.draft.kept_choice`` / ``restorable`` and
 ``review.kept`` (pure). Nothing here decides anything: Submit sends the choices the usual way and
@@ -24,19 +24,17 @@ from typing import TYPE_CHECKING, Any
 
 import reflex as rx
 
+from hitl_app.auth import Principal
 from hitl_app.review import ReviewError, draft, validate_edit_args
 from hitl_app.review import kept as kept_rules
 from hitl_app.review.rights import Person
+from hitl_app.review.types import RESPOND, PendingReview
 from hitl_app.runtime import get_choices, get_service
-from hitl_app.ui import card_edit
-from hitl_app.ui.desk_state import DeskState
-
-if TYPE_CHECKING:
-    from hitl_app.auth import Principal
-    from hitl_app.review.types import PendingReview
-    from hitl_app.ui.rows import CardRow
-    from hitl_app.ui.state.chat import ChatState
-
+from hitl_app.ui import card_edit, review_text
+from hitl_app.ui.cards.card_rows import CardRow
+from hitl_app.ui.state import desk
+from hitl_app.ui.state.chat import ChatState
+from hitl_app.ui.state.desk import DeskState
 
 _CONSUMING: set[asyncio.Future[None]] = set()
 """Kept choices being consumed after a resumed submission (held here so they are not collected)."""
@@ -54,18 +52,18 @@ class CardChoiceMixin(rx.State, mixin=True):
         _kept_last: dict[int, str]
 
         async def _chat(self) -> ChatState: ...
-        async def require_principal(self) -> Principal | None:
-            """The signed-in account, or None (``SessionState.require_principal``)."""
+        async def _require_principal(self) -> Principal | None:
+            """The signed-in account, or None (``SessionState._require_principal``)."""
         def _review(self) -> PendingReview | None: ...
         def _set(self, index: int, **changes: Any) -> None: ...
         def _store(self, card: CardRow, draft: dict[str, Any]) -> None: ...
 
     @rx.var
     def chips(self) -> list[list[str]]:
-        """Each card's chip as ``[text, "done" | "open"]`` (``draft.choice_chip``, by card index):
+        """Each card's chip as ``[text, "done" | "open"]`` (``review_text.choice_chip``, by card index):
         ``["edit", "done"]`` once "Check edit" passed, ``["editing: not checked", "open"]`` while
         the editor is open; ``["", "open"]`` with no pick. "done" is what Submit counts as decided."""
-        return [[text, "done" if done else "open"] for text, done in map(draft.choice_chip, self.cards)]
+        return [[text, "done" if done else "open"] for text, done in map(review_text.choice_chip, self.cards)]
 
     async def _keep(self, index: int) -> None:
         """Keep card ``index``'s choice as it stands in the tab now: the choice, an approval's
@@ -76,7 +74,7 @@ class CardChoiceMixin(rx.State, mixin=True):
         if not self.interrupt_id or self.undo_open:
             return
         chat = await self._chat()
-        person = await self.require_principal()
+        person = await self._require_principal()
         if person is None or not chat.tid:
             return
         kept = await self._kept_now(index)
@@ -90,12 +88,12 @@ class CardChoiceMixin(rx.State, mixin=True):
         """What is kept of card ``index`` now (``draft.kept_choice``, else ``kept.open_edit``,
         with the approval's grant scope from ``DeskState``)."""
         card = self.cards[index]
-        edited = {int(k): v for k, v in card_edit.plain(self._edited).items()}  # plain() makes the keys text
+        edited = {int(k): v for k, v in card_edit.unproxied(self._edited).items()}  # unproxied() makes the keys text
         kept = draft.kept_choice(card, edited)
         if kept is None and card.choice == "edit" and card.editing:
             review = self._review()
             proposed = review.action_requests[index].args if review else {}
-            kept = kept_rules.open_edit(card, card_edit.plain(self._drafts.get(index, proposed)), card.draft_json, card.mode)
+            kept = kept_rules.open_edit(card, card_edit.unproxied(self._drafts.get(index, proposed)), card.draft_json, card.mode)
         grants = (await self.get_state(DeskState)).grant_choice
         return kept_rules.with_grant(kept, grants[index] if index < len(grants) else "")
 
@@ -125,7 +123,7 @@ class CardChoiceMixin(rx.State, mixin=True):
         them for the view just shown (the session is then not read again), else read here."""
         if not self.interrupt_id or not self.cards or self.undo_open:
             return
-        person = person if person is not None else await self.require_principal()
+        person = person if person is not None else await self._require_principal()
         if person is None:
             return
         kept = await get_choices().read(self.interrupt_id, person)
@@ -135,17 +133,21 @@ class CardChoiceMixin(rx.State, mixin=True):
                 continue
             choice = draft.restorable(self.cards[index], value)
             if choice == "edit":
-                self._restore_edit(index, card_edit.plain(value["args"]))
+                self._restore_edit(index, card_edit.unproxied(value["args"]))
             elif choice:
                 self._set(
                     index, choice=choice, reason=value.get("reason", "") if choice == "reject" else "",
-                    answer=value.get("answer", "") if choice == "respond" else "", error="",
+                    answer=value.get("answer", "") if choice == RESPOND else "", error="",
                 )
+                if choice == "reject" and isinstance(value.get("stop"), bool):
+                    self._set(index, reject_stop=value["stop"])  # the reviewer's stop/tell over the policy's default
+                if choice == "reject" and isinstance(value.get("cancel"), bool):
+                    self._set(index, reject_cancel=value["cancel"] and self.cards[index].question)
                 if choice == "approve" and isinstance(value.get("grant"), str):
                     grants[index] = value["grant"]
             elif (opened := kept_rules.restorable_open_edit(self.cards[index], value)) is not None:
                 self._restore_open_edit(index, opened)
-        (await self.get_state(DeskState))._keep_grants(grants)
+        desk.keep_grants(await self.get_state(DeskState), grants)
 
     def _restore_open_edit(self, index: int, opened: kept_rules.OpenEdit) -> None:
         """A kept open edit: the editor open again on its draft (and the JSON text as typed), not
@@ -157,9 +159,9 @@ class CardChoiceMixin(rx.State, mixin=True):
         card = self.cards[index]
         card.choice, card.editing, card.edit_error, card.error = "edit", True, "", ""
         card_edit.set_mode(card, opened.mode)
-        args = card_edit.plain(opened.draft)
+        args = card_edit.unproxied(opened.draft)
         try:
-            card_edit.show(card, args, proposed, bump=True)
+            card_edit.show_draft(card, args, proposed, bump=True)
         except (TypeError, ValueError, KeyError, AttributeError):  # a draft the form cannot show: the JSON editor can
             card.mode, card.form = "json", []
             card.draft_json = card_edit.pretty(args)
@@ -177,7 +179,7 @@ class CardChoiceMixin(rx.State, mixin=True):
         except ReviewError:
             return
         card = self.cards[index]
-        card_edit.show(card, args, review.action_requests[index].args, bump=True)
+        card_edit.show_draft(card, args, review.action_requests[index].args, bump=True)
         card.choice, card.editing, card.edit_error, card.error = "edit", False, "", ""
         card.args_json = json.dumps(args, indent=2, ensure_ascii=False)
         self._edited[index] = args

@@ -17,11 +17,11 @@ from typing import Any
 import reflex as rx
 
 from hitl_app.agent.preview import EffectPreview
+from hitl_app.desk.previews import effect_previews
 from hitl_app.review import ReviewError, parse_args_json, validate_edit_args
 from hitl_app.runtime import get_runtime, get_service
-from hitl_app.threads.previews import effect_previews
 from hitl_app.ui import card_edit
-from hitl_app.ui.rows import CardRow
+from hitl_app.ui.cards.card_rows import CardRow
 
 
 class CardEditMixin(rx.State, mixin=True):
@@ -34,7 +34,7 @@ class CardEditMixin(rx.State, mixin=True):
         if card is None or review is None or "edit" not in card.allowed or not card.editing:
             return None
         proposed = review.action_requests[index].args
-        return card, card_edit.plain(self._drafts.get(index, proposed)), proposed  # type: ignore[attr-defined]
+        return card, card_edit.unproxied(self._drafts.get(index, proposed)), proposed  # type: ignore[attr-defined]
 
     def _store(self, card: CardRow, draft: dict[str, Any]) -> None:
         """Keep ``draft`` and send the changed card (the list is reassigned, as ``_set`` does)."""
@@ -54,11 +54,11 @@ class CardEditMixin(rx.State, mixin=True):
 
     async def _repreview(self, index: int) -> None:
         """Card ``index``'s effect preview again, computed on the server for its checked edit (the
-        proposed call when it has none), under the same guards (``threads.previews``)."""
+        proposed call when it has none), under the same guards (``desk.previews``)."""
         review = self._review()  # type: ignore[attr-defined]
         if review is None or self._previews_for != review.interrupt_id:  # type: ignore[attr-defined]
             return  # the review's previews were never shown in this tab (``_fill_cards``)
-        edited = {int(k): v for k, v in card_edit.plain(self._edited).items()}  # type: ignore[attr-defined]
+        edited = {int(k): v for k, v in card_edit.unproxied(self._edited).items()}  # type: ignore[attr-defined]
         previews = await effect_previews(
             review, settings=get_runtime().settings, owner=self._previews_owner, args=edited, only={index}  # type: ignore[attr-defined]
         )
@@ -69,9 +69,9 @@ class CardEditMixin(rx.State, mixin=True):
         card = self.cards[index]
         review = self._review()  # type: ignore[attr-defined]
         proposed = review.action_requests[index].args if review else {}
-        draft = card_edit.plain(self._drafts.get(index) or self._edited.get(index) or proposed)  # type: ignore[attr-defined]
+        draft = card_edit.unproxied(self._drafts.get(index) or self._edited.get(index) or proposed)  # type: ignore[attr-defined]
         card.choice, card.editing, card.edit_error, card.error = "edit", True, "", ""
-        card_edit.show(card, draft, proposed, bump=True)
+        card_edit.show_draft(card, draft, proposed, bump=True)
         self._store(card, draft)
 
     @rx.event
@@ -81,7 +81,7 @@ class CardEditMixin(rx.State, mixin=True):
         if (found := self._editing(index)) is not None:
             card, draft, proposed = found
             card_edit.set_mode(card, mode)
-            card_edit.show(card, draft, proposed, bump=False, text=card.draft_json if card.json_note else None)
+            card_edit.show_draft(card, draft, proposed, bump=False, text=card.draft_json if card.json_note else None)
             self._store(card, draft)
             await self._keep(index)  # type: ignore[attr-defined]
 
@@ -187,7 +187,7 @@ class CardEditMixin(rx.State, mixin=True):
             self._edited.pop(index, None)  # type: ignore[attr-defined]
             self._set(index, choice="edit", editing=True, edit_error=exc.message)  # type: ignore[attr-defined]
             return
-        self._edited[index] = args = card_edit.plain(args)  # type: ignore[attr-defined]
+        self._edited[index] = args = card_edit.unproxied(args)  # type: ignore[attr-defined]
         self._set(  # type: ignore[attr-defined]
             index,
             choice="edit",

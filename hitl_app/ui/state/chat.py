@@ -1,40 +1,82 @@
 """The open thread: committed messages, the live streamed text, the run status and errors.
 
-The pending review's cards live in the sibling ``ReviewState``, reached through ``_review_state``
-only to hand it the thread's review (``ReviewState._show``); every handler first checks sign-in."""
+The pending review's cards live in the sibling ``ReviewState`` (``state/review.py``), which this
+module does not import: the review module attaches its ``ReviewPanel`` (``attach_review_panel``),
+through which each shown view hands the panel its review. Other states reach this one through the
+module-level doors below the class (``show_view``, ``begin_stream``, ``watch_events``,
+``signed_out``, ``lose_thread``), never through its private methods. Every handler first checks
+sign-in."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import uuid
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
 
 import reflex as rx
+from sqlmodel.ext.asyncio.session import AsyncSession
 
-from hitl_app.auth.http import session_token_from_cookie_header
+from hitl_app.auth import Principal
 from hitl_app.review import MAX_MESSAGE_CHARS
-from hitl_app.runtime import get_service
+from hitl_app.runtime import get_runtime, get_service
+from hitl_app.store.accounts import get_account
+from hitl_app.threads.lost import LOST_REVIEW
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import ThreadView
-from hitl_app.ui.desk_state import DeskState
+from hitl_app.ui import rows as ui_rows
 from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, first_line, lock_reason, message_rows, row_keys, thread_id_of
-from hitl_app.ui.state import live
+from hitl_app.ui.state import desk
+from hitl_app.ui.state.chat_follow import RunFollowMixin
 from hitl_app.ui.state.composer import clear_composer
-from hitl_app.ui.state.live import WATCH_IDLE_S, WATCHERS, Follow, Retired, SignedOut, closing, live_script, may_follow
-from hitl_app.ui.state.session import SessionState, ask_identity, owner_of, session_principal, sign_in_redirect
+from hitl_app.ui.state.desk import DeskState
+from hitl_app.ui.state.live import WATCHERS
+from hitl_app.ui.state.session import SessionState, ask_identity, owner_of, sign_in_redirect
 from hitl_app.ui.state.thread_list import ThreadListState
-from hitl_app.ui.workspace_state import WorkspaceState
-
-if TYPE_CHECKING:
-    from hitl_app.auth import Principal
-    from hitl_app.ui.state.review import ReviewState
-
-STOPPED_NOTICE = "Stopped. The partial reply was not kept; send a new message or press Continue."
 
 
-class ChatState(SessionState):
+@dataclass(frozen=True)
+class ReviewPanel:
+    """How the chat hands the review panel (``ReviewState``, a sibling) its part of the thread.
+
+    ``clear(chat, error)``: no review shown (``error``: the panel's message, None keeps it);
+    ``show_view(chat, view, viewer, error, previews)``: the view's pending review and card statuses
+    (``viewer``: the person as the caller just read them, None: read again; ``previews``: False
+    leaves the cards' effect previews to a later ``fill_previews(chat)``, after the cards are sent);
+    ``show_error(chat, message)``: a message on the panel (a failed resume of a pending review).
+    """
+
+    clear: Callable[[ChatState, str | None], Awaitable[None]]
+    show_view: Callable[[ChatState, ThreadView, Principal | None, str | None, bool], Awaitable[None]]
+    show_error: Callable[[ChatState, str], Awaitable[None]]
+    fill_previews: Callable[[ChatState], Awaitable[None]]
+
+
+_PANEL: list[ReviewPanel] = []
+
+
+def attach_review_panel(panel: ReviewPanel) -> None:
+    """Install the review panel (``hitl_app.ui.state.review`` does, when it is imported)."""
+    _PANEL[:] = [panel]
+
+
+def _panel() -> ReviewPanel:
+    if not _PANEL:
+        raise RuntimeError("no review panel attached: import hitl_app.ui.state.review with the chat state")
+    return _PANEL[0]
+
+
+async def _owner_name(owner: str) -> str:
+    """A thread owner's display name (``owner``: an account id as text), "" when it names no account."""
+    if not owner.isdigit():
+        return ""
+    async with AsyncSession(get_runtime().engines.async_, expire_on_commit=False) as session:
+        account = await get_account(session=session, account_id=int(owner))
+    return account.display_name if account else ""
+
+
+class ChatState(RunFollowMixin, SessionState):
     """The open thread: committed messages, the live streamed text, run status and errors."""
 
     tid: str = ""
@@ -46,23 +88,28 @@ class ChatState(SessionState):
     live_key: str = ""
     streaming: bool = False
     status: str = "idle"
+    running_label: str = ""  # "Running slow_task…" while a tool of the live run works, else ""
+    _open_calls: str = ""  # the label of the shown thread's unanswered tool calls (a review's, before Submit)
+    _retries: int = 0  # Retries pressed in this tab since the run last failed for another reason
     notice: str = ""
     run_error: str = ""
     composer_error: str = ""
     load_error: str = ""
+    load_retry: bool = False  # load_error is the deployment not answering: Retry (and Send) read the thread again
     read_only: bool = False  # someone else's thread, opened to decide its review: no composer
+    owner_name: str = ""  # on someone else's thread, its owner's name for the header ("" on one's own)
     worker_pid: str = ""
     _watch_id: str = ""
 
     @rx.var
     def composer_locked(self) -> bool:
         """The composer is locked while a run streams or a review is pending."""
-        return self.streaming or self.status == "review" or bool(self.load_error)
+        return self.streaming or self.status == "review" or (bool(self.load_error) and not self.load_retry)
 
     @rx.var
     def lock_reason(self) -> str:
         """Why the composer is locked, in plain words ("" when it is not)."""
-        return lock_reason(self.load_error, self.streaming, self.status)
+        return lock_reason("" if self.load_retry else self.load_error, self.streaming, self.status)
 
     @rx.var
     def can_continue(self) -> bool:
@@ -70,28 +117,24 @@ class ChatState(SessionState):
         return not self.streaming and self.status in ("failed", "incomplete")
 
     # ---------------------------------------------------------------- the review beside the chat
-    async def _review_state(self) -> ReviewState:
-        """The tab's ``ReviewState`` (the one way this state reaches the review)."""
-        from hitl_app.ui.state.review import ReviewState  # the review state imports this module
-
-        return await self.get_state(ReviewState)
-
     async def _empty(self) -> None:
         """Forget the open thread and its cards: signed out, nothing of it stays in the tab."""
         self.tid, self.messages, self.live_key, self.hidden_count, self.streaming, self.status = "", [], "", 0, False, "idle"
-        self.notice = self.run_error = self.composer_error = self.load_error = self._watch_id = ""
+        self.notice = self.run_error = self.composer_error = self.load_error = self._watch_id = self.running_label = ""
+        self.load_retry = False
         self._start, self._audit_ids, self._audit_lines, self.read_only = -1, [], {}, False
-        (await self._review_state())._show(None, error="")
+        await _panel().clear(self, "")
 
     async def _signed_out(self):
-        """``require_principal`` gave None: empty the tab, stop its watcher, go to sign-in."""
+        """``_require_principal`` gave None: empty the tab, stop its watcher, go to sign-in."""
         await self._empty()
         WATCHERS.retire(self.router.session.client_token)
         return sign_in_redirect()
 
     # ---------------------------------------------------------------- loading
-    async def _apply_view(self, view: ThreadView, viewer: Principal | None = None) -> None:
-        """Show ``view``: the window of message rows, the status and its notice, the review.
+    async def _apply_view(self, view: ThreadView, viewer: Principal | None = None, previews: bool = True) -> None:
+        """Show ``view``: the window of message rows, the status and its notice, the review
+        (``previews`` False: its cards' effect previews come with ``_fill_previews``, later).
 
         A run that failed while its review is still pending keeps the status "review" and its
         error goes to the review panel (a Retry could not work: the review needs deciding).
@@ -102,23 +145,27 @@ class ChatState(SessionState):
         if status == "incomplete" and await get_service().is_running(view.thread_id):
             status = "running"  # a run is live (e.g. a reload mid-stream): not a stopped one
         self.status = status
+        self._open_calls = ui_rows.running_label(view.messages)  # what a resumed run starts by running
+        self.running_label = self._open_calls if status == "running" else ""
         if status == "failed":
             self.run_error = first_line(view.error)
         elif status == "incomplete" and not self.run_error:
             self.notice = "The last run stopped before it finished."
         if status != "failed":
             self.run_error = ""
-        if status != "incomplete":
-            self.notice = ""
+        if status != "incomplete":  # a reply cut off by Stop says so, also after a reload or in another tab
+            self.notice = ui_rows.stopped_notice(status) if view.messages and view.messages[-1].cut == "stopped" else ""
+        if view.review_lost:
+            self.notice = LOST_REVIEW
         review_error = first_line(view.error) if status == "review" and view.error else None
         self.read_only = view.read_only
-        waiting = (desk := view.desk) is not None and desk.undo_until is not None  # an undo window: cards stay decided
-        review_state = await self._review_state()
-        review_state._show(view.pending, statuses=None if waiting else view.cards, error=review_error, undo_open=waiting,
-                           raised_at=desk.requested_at if desk else None, undo_by=desk.overtaken_by if desk else "")
-        if view.pending is not None:
-            await review_state._fill_cards(view.owner, viewer)
-        (await self.get_state(DeskState))._show(view.desk, view.pending.interrupt_id if view.pending else "")
+        self.owner_name = await _owner_name(view.owner) if view.read_only else ""
+        await _panel().show_view(self, view, viewer, review_error, previews)
+        desk.show_desk(await self.get_state(DeskState), view.desk, view.pending.interrupt_id if view.pending else "")
+
+    async def _fill_previews(self) -> None:
+        """The shown cards' effect previews, when ``_apply_view`` left them for later."""
+        await _panel().fill_previews(self)
 
     def _show_rows(self, rows: list[MessageRow]) -> None:
         """Keep the window: rows from ``_start`` on (new rows append below; earlier ones on request)."""
@@ -145,8 +192,9 @@ class ChatState(SessionState):
 
     @rx.event
     async def show_earlier(self):
-        """Show the previous ``MESSAGE_PAGE`` rows of the thread (the "Show earlier messages" button)."""
-        if (who := await self.require_principal()) is None:
+        """Show the previous ``MESSAGE_PAGE`` rows of the thread: the reader scrolled up to the first row the
+        tab has (``MessageList.on_start_reached``), or pressed "Show earlier messages"."""
+        if (who := await self._require_principal()) is None:
             return await self._signed_out()
         if not self.tid or self._start <= 0:
             return None
@@ -173,7 +221,7 @@ class ChatState(SessionState):
         """
         if not self.browser_id:
             return ask_identity(ChatState.adopt_identity)
-        if (who := await self.require_principal()) is None:
+        if (who := await self._require_principal()) is None:
             return await self._signed_out()
         return await self._open(who)
 
@@ -183,23 +231,32 @@ class ChatState(SessionState):
         self.worker_pid = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.messages, self.live_key, self._start, self._audit_ids, self._audit_lines = [], "", -1, [], {}
         self.load_error = self.run_error = self.composer_error = self.notice = ""
+        self.load_retry = False
         try:
             view = await get_service().load(tid, viewer=who)
         except ThreadError as exc:
-            self.load_error = exc.message
+            # one message; a deployment that does not answer may answer later: Retry, or Send, reads again
+            self.load_error, self.load_retry = exc.message, exc.code == "agent_unavailable"
             self.status, self.tid = "idle", ""  # never follow or act on a thread this browser may not open
             WATCHERS.retire(self.router.session.client_token)
-            (await self._review_state())._show(None)
+            await _panel().clear(self, None)
             return ThreadListState.refresh
         self.streaming = await get_service().is_running(tid)
         await self._apply_view(view, who)
         return [ThreadListState.refresh, ChatState.watch]
 
+    @rx.event
+    async def retry_load(self):
+        """Retry beside a deployment's "does not answer": read the thread again (as on opening the page)."""
+        if (who := await self._require_principal()) is None:
+            return await self._signed_out()
+        return await self._open(who)
+
     # ---------------------------------------------------------------- actions
     @rx.event
     async def send(self, form_data: dict[str, Any]):
         """Send the composer text as a new user message and start the run."""
-        if (who := await self.require_principal()) is None:
+        if (who := await self._require_principal()) is None:
             return await self._signed_out()
         text = form_data.get("text") if isinstance(form_data, dict) else None
         self.composer_error = ""
@@ -218,7 +275,7 @@ class ChatState(SessionState):
         except ThreadError as exc:
             self.composer_error = exc.message
             return None
-        (await self._review_state())._show(None, error="")
+        await _panel().clear(self, "")
         self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
         self._begin_stream()
         return [*clear_composer(), *self._watch_if_needed(), ThreadListState.refresh]
@@ -226,7 +283,7 @@ class ChatState(SessionState):
     @rx.event
     async def stop(self):
         """Stop the live run of this thread."""
-        if (who := await self.require_principal()) is None:
+        if (who := await self._require_principal()) is None:
             return await self._signed_out()
         try:
             stopped = await get_service().stop(self.tid, owner=owner_of(who))
@@ -234,19 +291,21 @@ class ChatState(SessionState):
             self.run_error = exc.message
             return None
         if stopped:
-            self.notice = STOPPED_NOTICE
+            self.notice = ui_rows.stopped_notice(self.status)
 
     @rx.event
     async def continue_run(self):
         """Retry a failed run / continue an incomplete one from the last checkpoint."""
-        if (who := await self.require_principal()) is None:
+        if (who := await self._require_principal()) is None:
             return await self._signed_out()
+        retry = self.status == "failed"
         try:
             await get_service().continue_run(self.tid, owner=owner_of(who))
         except ThreadError as exc:
             self.run_error = exc.message
             return None
-        self.run_error = self.notice = ""
+        self._retries = self._retries + 1 if retry else 0
+        self.run_error, self.notice = "", ("Retrying the run that failed…" if retry else "")
         self._begin_stream()
         return self._watch_if_needed()
 
@@ -256,10 +315,11 @@ class ChatState(SessionState):
         return [] if WATCHERS.following(self.router.session.client_token, self.tid) else [ChatState.watch]
 
     def _begin_stream(self) -> None:
-        """A run of this thread started (from this tab or another): show the live bubble."""
+        """A run of this thread started (from this tab or another): show the live bubble, named after the
+        tool calls it starts by running (a resumed review's; none for a new message)."""
         self.streaming = True
         self._new_live_key()
-        self.status = "running"
+        self.status, self.running_label = "running", self._open_calls
 
     def _new_live_key(self) -> str:
         """A fresh key for the live bubble: React mounts a new, empty text element for it."""
@@ -273,127 +333,38 @@ class ChatState(SessionState):
         self.streaming = False
         if outcome == "failed":
             if self.status == "review":
-                (await self._review_state())._show_error(first_line(error))
+                await _panel().show_error(self, first_line(error))
             else:
-                self.status, self.run_error = "failed", first_line(error)
-        elif outcome == "stopped" and self.status == "incomplete":
-            self.notice = STOPPED_NOTICE
+                self.status, self.run_error = "failed", ui_rows.retried(first_line(error), self._retries)
+        elif outcome == "stopped":
+            self.notice = ui_rows.stopped_notice(self.status)
+        if outcome != "failed":
+            self._retries = 0
 
-    # ---------------------------------------------------------------- following the thread's runs
-    @contextlib.asynccontextmanager
-    async def _if_mine(self, follow: Follow) -> AsyncIterator[None]:
-        """``async with self`` for a watcher, raising ``Retired`` if its tab moved on (newer watcher, other thread)."""
-        async with self:
-            if self._watch_id != follow.watch_id or self.tid != follow.tid:
-                raise Retired
-            yield
 
-    @rx.event(background=True)
-    async def watch(self):
-        """Follow the thread's runs for this tab (one per tab, ``WATCHERS``): live text, then the checkpoint."""
-        follow = WATCHERS.enter(self.router.session.client_token)
-        try:
-            async with self:
-                self._watch_id, follow.tid = follow.watch_id, self.tid
-                follow.session = session_token_from_cookie_header(self.router.headers.cookie)
-            await self._check_session(follow)
-            service = get_service()
-            if not await may_follow(service, follow):  # forged, or no longer readable: never left "Thinking..."
-                async with self._if_mine(follow):
-                    self.streaming = False
-                return
-            checked = True  # just now, above
-            while True:
-                if not checked:
-                    await self._check_session(follow)
-                checked = False
-                generation = await service.bus.generation(follow.tid)
-                follow.next_run()
-                async with closing(self._follow_run(follow)) as updates:
-                    async for update in updates:
-                        yield update
-                if not follow.saw_end:
-                    async with closing(self._catch_up(follow)) as updates:
-                        async for update in updates:
-                            yield update
-                running = await service.is_running(follow.tid)
-                async with self._if_mine(follow):
-                    self.streaming = running
-                if not await service.bus.wait_for_run(follow.tid, after=generation, timeout=WATCH_IDLE_S):
-                    async with self:
-                        if self._watch_id == follow.watch_id:
-                            self._watch_id = ""
-                    return
-        except SignedOut:
-            yield sign_in_redirect()
-        except Retired:
-            return
-        finally:
-            WATCHERS.leave(follow)
+# ---------------------------------------------------------------- doors for the sibling states
+async def show_view(state: ChatState, view: ThreadView, viewer: Principal | None = None) -> None:
+    """Show ``view`` in the tab: messages, status, the review panel and the desk (``viewer``: the
+    signed-in person as the caller just read them; None: read again for the cards)."""
+    await state._apply_view(view, viewer)
 
-    async def _follow_run(self, follow: Follow):
-        """The live updates of the thread's current run (none if no run is live)."""
-        async with closing(get_service().subscribe(follow.tid)) as events:
-            async for event in events:
-                follow.saw_end = follow.saw_end or event.kind == "ended"
-                if event.kind == "text" and follow.key and not event.reset:
-                    if not WATCHERS.is_current(follow):
-                        raise Retired
-                    if follow.check_due():
-                        async with self._if_mine(follow):
-                            pass
-                    if follow.session_due():
-                        await self._check_session(follow)
-                    if event.delta:
-                        follow.seq += 1
-                        yield live_script(follow.key, follow.seq, event.delta, False)
-                elif event.kind in ("text", "started"):
-                    async with self._if_mine(follow):
-                        if event.kind == "started":
-                            self._begin_stream()
-                        elif not self.streaming:
-                            self.streaming = True
-                        follow.key, follow.seq = self.live_key or self._new_live_key(), 0
-                    yield live_script(follow.key, follow.seq, event.delta if event.kind == "text" else "", True)
-                else:
-                    for update in await self._settle(follow, event):
-                        yield update
 
-    async def _check_session(self, follow: Follow) -> None:
-        """Re-read the tab's session (``follow.owner``/``viewer``); gone: empty the tab, ``SignedOut``."""
-        if (who := await session_principal(follow.session)) is not None:
-            follow.owner, follow.viewer = owner_of(who), who
-            return
-        async with self:
-            if self._watch_id == follow.watch_id:
-                await self._empty()
-        raise SignedOut
+def begin_stream(state: ChatState) -> None:
+    """A run of the open thread started (e.g. a submission resumed it): show the live bubble."""
+    state._begin_stream()
 
-    async def _settle(self, follow: Follow, event: Any) -> list[Any]:
-        """A message boundary or the run's end: the committed messages come from the checkpoint,
-        read while the session is re-read (``settled_view``)."""
-        view = await live.settled_view(get_service(), follow, event, lambda: self._check_session(follow))
-        async with self._if_mine(follow):
-            if view is not None:  # the run's own view is every tab's: this tab keeps its viewer's read_only
-                await self._apply_view(view.model_copy(update={"read_only": self.read_only}) if view is event.view else view,
-                                       follow.viewer)  # the session was re-read beside the view
-            follow.key, follow.seq = self._new_live_key(), 0
-            if event.kind == "ended":
-                await self._run_ended(event.outcome, event.error)
-        if event.kind == "boundary":
-            return [live_script(follow.key, follow.seq, "", True)]
-        if event.kind == "ended":
-            return [ThreadListState.refresh, WorkspaceState.refresh_if_open]
-        return []
 
-    async def _catch_up(self, follow: Follow):
-        """No live run was seen ending. If this tab expects one (it just sent or submitted), the
-        run may have ended before the watcher subscribed: read its result."""
-        async with self._if_mine(follow):
-            expecting = self.streaming
-        service = get_service()
-        if expecting and not await service.is_running(follow.tid):
-            view = await service.load(follow.tid, viewer=follow.viewer)
-            async with self._if_mine(follow):
-                await self._apply_view(view, follow.viewer)
-            yield ThreadListState.refresh
+def watch_events(state: ChatState) -> list[Any]:
+    """The events that make this tab follow the run it just started (``[]``: it already does)."""
+    return state._watch_if_needed()
+
+
+async def signed_out(state: ChatState) -> Any:
+    """The session is gone: empty the tab (state, cards, desk), stop its watcher; returns the
+    sign-in redirect for the calling handler to return."""
+    return await state._signed_out()
+
+
+def lose_thread(state: ChatState, message: str) -> None:
+    """The open thread can no longer be read by this person: no run badge, ``message`` shown."""
+    state.streaming, state.status, state.load_error = False, "idle", message

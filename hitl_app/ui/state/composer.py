@@ -1,5 +1,7 @@
 """The composer's text area, from the server: its DOM id and emptying it after a message was accepted."""
 
+# Tested by: tests/e2e/test_chat_flow.py, tests/e2e/test_bad_input.py
+
 from __future__ import annotations
 
 from typing import Any

@@ -22,7 +22,7 @@ from typing import Any
 
 from reflex.event import Event
 
-from hitl_app.threads.types import ThreadError
+from hitl_app.errors import ThreadError
 
 log = logging.getLogger("hitl_app.ui")
 
@@ -208,3 +208,26 @@ async def settled_view(service: Any, follow: Follow, event: Any, check_session: 
 
 WATCHERS = TabWatchers()
 """This process's registry of tab watchers."""
+
+
+TabCheck = Callable[[str], Awaitable[bool]]
+"""Whether a client token's websocket is still connected to any worker (the app's own answer)."""
+
+_TAB_CHECK: list[TabCheck] = []
+
+
+def use_tab_check(check: TabCheck) -> None:
+    """Install the app's answer to "is this tab still connected?" (``hitl_app.hitl_app`` calls it
+    once, with a function that asks its event namespace's token manager)."""
+    _TAB_CHECK[:] = [check]
+
+
+async def tab_connected(token: str) -> bool:
+    """False once the tab's websocket is gone from every worker (its watcher then ends); True
+    when that cannot be told (no check installed, e.g. in unit tests, or the check failed)."""
+    if not _TAB_CHECK:
+        return True
+    try:
+        return await _TAB_CHECK[0](token)
+    except Exception:  # noqa: BLE001 - unknown: keep the watcher (it ends with the process)
+        return True

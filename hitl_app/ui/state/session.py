@@ -1,6 +1,6 @@
 """Who is using this tab: the signed-in account (the thread owner), and the browser's old random id.
 
-``SessionState.require_principal`` is the one door: every handler that reads or changes a thread
+``SessionState._require_principal`` is the one door: every handler that reads or changes a thread
 calls it first. It re-reads the session row on every call, so a signed-out, expired or disabled
 session loses access at its next event. The browser id (a random id in localStorage, the thread
 owner before accounts existed) is kept only so that browser's old threads can be claimed by the
@@ -16,11 +16,11 @@ from typing import Any
 import reflex as rx
 from reflex.event import EventSpec
 
-from hitl_app.auth import Principal, resolve_session
+from hitl_app.auth import Principal, resolve_session_hash
+from hitl_app.reviewers.metrics import may_open_metrics
 from hitl_app.runtime import get_runtime
 from hitl_app.store.legacy import claim_browser_threads, is_browser_id
-from hitl_app.threads.metrics import may_open_metrics
-from hitl_app.ui.auth_state import current_principal
+from hitl_app.ui.state.auth import current_principal
 
 SIGN_IN_PAGE = "/sign-in"
 
@@ -30,15 +30,15 @@ def owner_of(principal: Principal) -> str:
     return str(principal.account_id)
 
 
-async def session_principal(token: str) -> Principal | None:
-    """The account signed in with session ``token`` (re-read now), or None (signed out, expired,
-    disabled, or a temporary password not changed yet)."""
-    who = await resolve_session(engine=get_runtime().engines.async_, token=token)
+async def session_principal(key: str) -> Principal | None:
+    """The account signed in with the session whose SHA-256 is ``key`` (``auth.cookie.session_key``,
+    re-read now), or None (signed out, expired, disabled, or a temporary password not changed yet)."""
+    who = await resolve_session_hash(engine=get_runtime().engines.async_, token_hash=key)
     return None if who is None or who.must_change_password else who
 
 
 def sign_in_redirect() -> EventSpec:
-    """The event to return (or yield) when ``require_principal`` gave None: go to the sign-in page."""
+    """The event to return (or yield) when ``_require_principal`` gave None: go to the sign-in page."""
     return rx.redirect(SIGN_IN_PAGE)
 
 
@@ -89,7 +89,7 @@ class SessionState(rx.State):
     """The signed-in account of this tab (shown in the user menu), and the browser's old id.
 
     Parent of the states that act for the person (thread list, chat, review, audit); they call
-    ``require_principal`` first in every handler.
+    ``_require_principal`` first in every handler.
     """
 
     browser_id: str = rx.LocalStorage("", name="hitl_browser_id", sync=True)
@@ -99,18 +99,29 @@ class SessionState(rx.State):
     user_email: str = ""
     _claimed_for: int = 0
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        """The browser's stored identity is checked as it is set, on every path (hydration too,
+        where Reflex sets the page's storage values directly, from any socket): a browser id that
+        is not a UUID becomes a fresh one (``ensure_browser_id``), a reviewer name is read as
+        ``reviewer_name`` reads it. So no page parks megabytes in the tab's state (review F10)."""
+        if name == "browser_id" and value:
+            value = ensure_browser_id(value)
+        elif name == "reviewer" and value:
+            value = reviewer_name(value)
+        super().__setattr__(name, value)
+
     @rx.var
     def may_open_metrics(self) -> bool:
         """Whether the Metrics page would let this account in (its link shows only then)."""
         return may_open_metrics(self.user_role)
 
-    async def require_principal(self) -> Principal | None:
+    async def _require_principal(self) -> Principal | None:
         """The signed-in account for this event, or None: no session cookie, an unknown, expired or
         signed-out session, a disabled account, or a temporary password not changed yet.
 
         Re-reads the session row on every call (nothing is cached in the tab's state). On None the
         caller returns ``sign_in_redirect()`` and acts on nothing; the user menu is emptied.
-        Private (not an event): the browser cannot call it.
+        Private (not an event): the browser cannot call it. Other states' modules use ``signed_in``.
         """
         who = await current_principal(self)
         if who is None or who.must_change_password:
@@ -161,3 +172,9 @@ class SessionState(rx.State):
         if name := reviewer_name(form_data.get("reviewer") if isinstance(form_data, dict) else None):
             self.reviewer = name
 
+
+
+async def signed_in(state: SessionState) -> Principal | None:
+    """The door for a state outside this tree (``rx.State``'s other children) to read the tab's
+    session: ``state._require_principal()`` of the tab's ``SessionState`` (None: signed out)."""
+    return await state._require_principal()

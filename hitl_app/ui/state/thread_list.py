@@ -7,8 +7,8 @@ import uuid
 import reflex as rx
 
 from hitl_app.runtime import get_service
-from hitl_app.ui.auth_state import current_principal
 from hitl_app.ui.rows import ThreadRow, relative_time
+from hitl_app.ui.state.auth import current_principal
 from hitl_app.ui.state.session import SessionState, owner_of, sign_in_redirect
 
 
@@ -22,7 +22,7 @@ class ThreadListState(SessionState):
         """Reload the thread list of the signed-in account (signed out: the list empties, and the
         tab goes to the sign-in page)."""
         self._ensure_identity()
-        who = await self.require_principal()
+        who = await self._require_principal()
         if who is None:
             self.threads = []
             return sign_in_redirect()
@@ -31,7 +31,7 @@ class ThreadListState(SessionState):
         except RuntimeError:
             return None
         self.threads = [
-            ThreadRow(s.thread_id, s.title, relative_time(s.updated_at), s.pending_review, s.undo_window)
+            ThreadRow(s.thread_id, s.title, relative_time(s.updated_at), s.pending_review, s.undo_window, s.review_lost)
             for s in summaries
         ]
         return None

@@ -11,11 +11,11 @@ import asyncio
 import pytest
 from sqlmodel import select
 
+from hitl_app.desk.cards import BrowserPerson
 from hitl_app.errors import StartupError
 from hitl_app.runtime import open_runtime
 from hitl_app.settings import Settings
 from hitl_app.store.tables import OutboxMail
-from hitl_app.threads.decide import BrowserPerson
 from tests.helpers.fake_openai import FakeOpenAI
 
 OWNER = "browser-1"

@@ -47,7 +47,7 @@ async def checkpoint_pairing(data_dir: Path, thread_id: str) -> None:
 async def test_sigkill_while_review_pending_then_restart(tmp_path: Path):
     data = tmp_path / "app"
     bid, tid = str(uuid.uuid4()), str(uuid.uuid4())
-    first = AppServer(data).start()
+    first = AppServer(data, frontend=False).start()
     try:
         async with WsClient(first.url, browser_id=bid) as c:
             await c.load_thread(tid)
@@ -56,7 +56,7 @@ async def test_sigkill_while_review_pending_then_restart(tmp_path: Path):
             interrupt_id = c.review["interrupt_id"]
     finally:
         first.stop(signal.SIGKILL)
-    second = AppServer(data).start()
+    second = AppServer(data, frontend=False).start()
     try:
         async with WsClient(second.url, browser_id=bid) as c:
             await c.load_thread(tid)
@@ -81,7 +81,7 @@ async def test_sigkill_while_review_pending_then_restart(tmp_path: Path):
 async def test_sigkill_while_approved_tool_runs_then_continue_replays_once(tmp_path: Path):
     data = tmp_path / "app"
     bid, tid = str(uuid.uuid4()), str(uuid.uuid4())
-    first = AppServer(data).start()
+    first = AppServer(data, frontend=False).start()
     try:
         async with WsClient(first.url, browser_id=bid) as c:
             await c.load_thread(tid)
@@ -97,7 +97,7 @@ async def test_sigkill_while_approved_tool_runs_then_continue_replays_once(tmp_p
     finally:
         first.stop(signal.SIGKILL)
     assert app_db.tool_effects(data, "slow_task") == 0, "the kill must land during the slow tool"
-    second = AppServer(data).start()
+    second = AppServer(data, frontend=False).start()
     try:
         async with WsClient(second.url, browser_id=bid) as c:
             await c.load_thread(tid)
@@ -124,25 +124,27 @@ async def test_sigkill_while_approved_tool_runs_then_continue_replays_once(tmp_p
 async def test_model_error_tool_error_and_locked_database(tmp_path: Path):
     """One server, three faults on one thread; after each the thread is usable."""
     data = tmp_path / "app"
-    server = AppServer(data).start()
+    server = AppServer(data, frontend=False).start()
     try:
         async with WsClient(server.url) as c:
             tid = str(uuid.uuid4())
             await c.load_thread(tid)
 
-            # model error mid-stream: visible error, Retry offered, no half-written reply kept
+            # model error mid-stream: visible error, Retry offered, the words so far kept and marked
             await c.send("fail after 5 words")
             await c.wait_for(lambda c: c.chat.get("status") == "failed" and c.chat.get("streaming") is False)
             assert "RuntimeError" in c.chat["run_error"] or c.chat["run_error"]
             assert c.chat["can_continue"] is True
-            assert [m["role"] for m in c.chat["messages"]] == ["user"]
+            # the words that streamed before the error stay, as one reply marked as cut off
+            assert [m["role"] for m in c.chat["messages"]] == ["user", "assistant"]
             mark = c.mark()
             await c.call("ChatState.continue_run")  # the retry runs (and fails the same way, cleanly)
             await c.wait_for(lambda c: c.seen_since(mark, "ChatState", "streaming", lambda v: v is True))
             await c.wait_for(
                 lambda c: c.chat.get("status") == "failed" and c.chat.get("streaming") is False and c.chat.get("run_error")
             )
-            assert [m["role"] for m in c.chat["messages"]] == ["user"]
+            # Retry took the cut-off words away before asking again: still one reply, not two
+            assert [m["role"] for m in c.chat["messages"]] == ["user", "assistant"]
 
             # a new message after a failed run works
             await c.send("stream 4 words")

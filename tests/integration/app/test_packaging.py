@@ -12,7 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.paths import ROOT
+
+# ~70 s of pip: `make test` runs it (early, on its own xdist worker); `make test-fast` leaves it out.
+pytestmark = pytest.mark.packaging
 
 OPEN_RUNTIME = """
 import asyncio, sys

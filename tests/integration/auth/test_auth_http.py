@@ -6,7 +6,9 @@ import httpx
 import pytest
 
 from hitl_app.auth import first_run_needed, resolve_session
-from hitl_app.auth.http import SESSION_COOKIE, auth_app, error_message, session_token_from_cookie_header
+from hitl_app.auth.cookie import SESSION_COOKIE, session_token_from_cookie_header
+from hitl_app.auth.form_errors import error_message
+from hitl_app.auth.http import auth_app
 
 PW = "correct horse 1"
 
@@ -14,7 +16,8 @@ PW = "correct horse 1"
 @pytest.fixture
 def client_for(engine, config):
     def make(base_url: str = "http://testserver") -> httpx.AsyncClient:
-        app = auth_app(get_engine=lambda: engine, config=config)
+        # the dev front end (port 3000) is an allowed origin, as HITL_ALLOWED_ORIGINS's default makes it
+        app = auth_app(get_engine=lambda: engine, config=config, allowed_origins=["http://testserver:3000"])
         return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=base_url)
 
     return make
@@ -60,7 +63,8 @@ async def test_form_errors_redirect_to_the_sign_in_page_with_a_code(engine, make
     await make_account()
     async with client_for() as c:
         r = await c.post("/auth/sign-in", data={"email": "dana@example.com", "password": "nope nope"})
-    assert r.status_code == 303 and r.headers["location"] == "/sign-in?error=wrong"
+    # the typed email goes back to the form (QA M7: it was emptied), the password never
+    assert r.status_code == 303 and r.headers["location"] == "/sign-in?error=wrong&email=dana%40example.com"
     assert error_message("wrong") == "Wrong email or password"
     assert error_message("locked", "3") == "Too many attempts; try again in 3 minutes"
 
@@ -147,3 +151,14 @@ async def test_invite_form_errors_return_to_the_invite_page_and_success_signs_in
         assert (who.email, who.role) == ("rex@example.com", Role.REVIEWER)
         used = await c.post("/auth/invite", data={"token": token, "name": "Rex", "password": PW})
     assert used.headers["location"] == f"/invite/{token}?error=invite"
+
+
+async def test_same_site_means_the_same_scheme_host_and_port(engine, make_account, client_for):
+    await make_account()
+    async with client_for() as c:
+        answers = {}
+        for origin in ("http://testserver", "http://testserver:80", "http://testserver:9999", "https://testserver"):
+            r = await c.post("/auth/sign-in", data={"email": "dana@example.com", "password": PW}, headers={"Origin": origin})
+            answers[origin] = r.status_code
+    assert answers == {"http://testserver": 303, "http://testserver:80": 303, "http://testserver:9999": 403,
+                       "https://testserver": 403}

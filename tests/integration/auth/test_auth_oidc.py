@@ -7,7 +7,8 @@ import pytest
 from joserfc.jwk import RSAKey
 
 from hitl_app.auth import SYSTEM, Role, disable, find_account, list_accounts, resolve_session, set_role, sign_in
-from hitl_app.auth.http import OIDC_COOKIE, SESSION_COOKIE, auth_app
+from hitl_app.auth.cookie import SESSION_COOKIE
+from hitl_app.auth.http import OIDC_COOKIE, auth_app
 from hitl_app.auth.oidc import OidcClient, OidcSettings
 from tests.helpers.oidc_provider import OidcTestProvider
 
@@ -118,3 +119,23 @@ async def test_local_password_sign_in_cannot_open_an_sso_only_account(engine, co
     await _flow(_app(engine, config, provider))
     with pytest.raises(Exception, match="Wrong email or password"):
         await sign_in(engine=engine, email="sam@example.com", password="", client="", config=config)
+
+
+async def test_an_unverified_email_gets_no_account_and_so_no_rights_named_by_it(engine, config, provider):
+    provider.user.update(sub="attacker-123", email="CFO@example.com", email_verified=False)
+    done, browser = await _flow(_app(engine, config, provider))
+    assert done.headers["location"] == "/sign-in?error=sso" and SESSION_COOKIE not in browser.cookies
+    assert await find_account(engine=engine, email="cfo@example.com") is None, "the unverified email was taken"
+    provider.user.update(sub="cfo-1", email_verified=True)  # the real owner of the address still can
+    done, _ = await _flow(_app(engine, config, provider))
+    assert done.status_code == 200 and (await find_account(engine=engine, email="cfo@example.com")) is not None
+
+
+async def test_the_role_claim_never_demotes_the_last_admin(engine, config, provider):
+    provider.user["groups"] = ["admin"]
+    app = _app(engine, config, provider, role_claim="groups")
+    await _flow(app)
+    provider.user["groups"] = ["staff"]
+    _, browser = await _flow(app)
+    who = await resolve_session(engine=engine, token=browser.cookies[SESSION_COOKIE], config=config)
+    assert who.role is Role.ADMIN, "the only admin was demoted by the provider's claim"

@@ -22,7 +22,8 @@ from hitl_app.auth import (
     sign_out_everywhere,
 )
 from hitl_app.auth.tokens import hash_token
-from hitl_app.store.accounts import AuthSession, SignInAttempt
+from hitl_app.store.accounts import AuthSession
+from hitl_app.store.sign_in_attempts import SignInAttempt
 from hitl_app.store.tables import utcnow
 
 PW = "correct horse 1"
@@ -169,3 +170,35 @@ async def test_a_successful_sign_in_clears_the_account_failures(engine, config, 
         with pytest.raises(WrongCredentials):
             await sign_in(engine=engine, email="dana@example.com", password="guess 123", client="", config=config)
     assert await sign_in(engine=engine, email="dana@example.com", password=PW, client="", config=config)
+
+
+async def test_an_active_session_still_ends_at_its_absolute_lifetime(engine, config, make_account):
+    await make_account()
+    token = await sign_in(engine=engine, email="dana@example.com", password=PW, client="", config=config)
+    signed_in_long_ago = utcnow() - config.session_max_age - timedelta(seconds=1)
+    # active all along: last seen two minutes ago, and the sliding expiry still ahead
+    await _exec(engine, update(AuthSession).values(created_at=signed_in_long_ago,
+                                                   last_seen_at=utcnow() - timedelta(minutes=2)))
+    assert await resolve_session(engine=engine, token=token, config=config) is None
+
+
+async def test_sliding_never_moves_the_expiry_past_the_absolute_lifetime(engine, config, make_account):
+    await make_account()
+    token = await sign_in(engine=engine, email="dana@example.com", password=PW, client="", config=config)
+    created = utcnow() - config.session_max_age + timedelta(minutes=5)
+    await _exec(engine, update(AuthSession).values(created_at=created, last_seen_at=utcnow() - timedelta(minutes=2)))
+    assert await resolve_session(engine=engine, token=token, config=config) is not None
+    async with AsyncSession(engine) as s:
+        row = (await s.exec(select(AuthSession))).one()
+    expires = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=created.tzinfo)
+    assert expires <= created + config.session_max_age
+
+
+async def test_a_stranger_guessing_from_another_address_does_not_lock_the_person_out(engine, config, make_account):
+    await make_account()
+    for _ in range(config.max_failures_per_account):
+        with pytest.raises(WrongCredentials):
+            await sign_in(engine=engine, email="dana@example.com", password="guess 123", client="203.0.113.9", config=config)
+    with pytest.raises(TooManyAttempts):
+        await sign_in(engine=engine, email="dana@example.com", password=PW, client="203.0.113.9", config=config)
+    assert await sign_in(engine=engine, email="dana@example.com", password=PW, client="10.0.0.5", config=config)

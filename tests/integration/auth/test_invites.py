@@ -6,6 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import update
+from sqlmodel import col
+from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.auth import (
     SYSTEM,
@@ -13,15 +16,20 @@ from hitl_app.auth import (
     NotAllowed,
     Role,
     accept_invite,
+    add_account,
     check_invite,
     create_admin,
     create_invite,
     create_with_temporary_password,
+    disable,
+    find_account,
     invite_refusal,
     pending_invites,
     revoke_invite,
+    set_role,
 )
 from hitl_app.auth.invites import INVITE_EXPIRED, INVITE_HAS_ACCOUNT, INVITE_REVOKED, INVITE_UNKNOWN, INVITE_USED
+from hitl_app.store.accounts import Account
 from hitl_app.store.tables import utcnow
 
 PW = "correct horse 1"
@@ -91,3 +99,33 @@ async def test_an_invite_whose_email_got_an_account_is_not_pending_and_its_link_
     refusal, email = await check_invite(engine=engine, token=token)
     assert refusal == INVITE_HAS_ACCOUNT.format(email="CASE@example.com") and email == "CASE@example.com"
     assert "can't be used" in refusal
+
+
+@pytest.mark.parametrize("removal", ["disable", "demote"])
+async def test_an_admin_removed_takes_their_pending_invites_along(engine, config, removal):
+    await create_admin(engine=engine, email="ada@example.com", display_name="Ada", password=PW)
+    rita = await add_account(engine=engine, email="rita@example.com", display_name="Rita", role=Role.ADMIN, password=PW,
+                             by=SYSTEM)
+    token = await create_invite(engine=engine, email="backdoor@example.com", role=Role.ADMIN, by=rita, config=config)
+    kept = await create_invite(engine=engine, email="new@example.com", role=Role.MEMBER, by=SYSTEM, config=config)
+    if removal == "disable":
+        await disable(engine=engine, account_id=rita.account_id, by=SYSTEM)
+    else:
+        await set_role(engine=engine, account_id=rita.account_id, role=Role.MEMBER, by=SYSTEM)
+    assert [r.email for r in await pending_invites(engine=engine, by=SYSTEM)] == ["new@example.com"]
+    with pytest.raises(AuthError, match="not valid any more"):
+        await accept_invite(engine=engine, token=token, display_name="Back door", password=PW)
+    assert await find_account(engine=engine, email="backdoor@example.com") is None
+    assert (await accept_invite(engine=engine, token=kept, display_name="New", password=PW)).role is Role.MEMBER
+
+
+async def test_an_invite_whose_maker_can_no_longer_invite_is_refused_at_accept(engine, config):
+    rita = await add_account(engine=engine, email="rita@example.com", display_name="Rita", role=Role.ADMIN, password=PW,
+                             by=SYSTEM)
+    token = await create_invite(engine=engine, email="backdoor@example.com", role=Role.ADMIN, by=rita, config=config)
+    async with AsyncSession(engine) as s:  # demoted by another path (single sign-on's role claim, say)
+        await s.exec(update(Account).where(col(Account.id) == rita.account_id).values(role="member"))
+        await s.commit()
+    with pytest.raises(AuthError, match="not valid any more"):
+        await accept_invite(engine=engine, token=token, display_name="Back door", password=PW)
+    assert await invite_refusal(engine=engine, token=token) != ""

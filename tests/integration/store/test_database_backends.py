@@ -8,11 +8,11 @@ import contextlib
 import pytest
 from sqlmodel import select
 
+from hitl_app.desk.cards import BrowserPerson
 from hitl_app.review import ReviewError
 from hitl_app.runtime import open_runtime
 from hitl_app.settings import Settings
 from hitl_app.store.tables import AuditRecord, OutboxMail
-from hitl_app.threads.decide import BrowserPerson
 from hitl_app.threads.service import ThreadError
 
 TID = "3c9d1f0a-7b2e-4d6a-8f15-0e2b4c6d8a10"

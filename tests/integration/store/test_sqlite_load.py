@@ -23,7 +23,7 @@ from tests.helpers.ws_client import SESSION, WsClient
 
 pytestmark = pytest.mark.app
 
-AUDIT = f"{SESSION}.hitl_app___ui___audit_state____audit_state"
+AUDIT = f"{SESSION}.hitl_app___ui___state___audit____audit_state"
 WORDS = 200
 ENV = {"HITL_DEMO_WPS": "150"}
 _BAD = ("is locked", "database is busy", "database was busy", "busy or unreachable", "internal error")
@@ -133,16 +133,16 @@ def _locked_in_log(*servers: AppServer) -> int:
 
 async def test_ten_threads_three_approvals_and_audit_on_one_sqlite_file(tmp_path: Path):
     data = tmp_path / "app"
-    with AppServer(data, env=ENV) as server:
+    with AppServer(data, env=ENV, frontend=False) as server:
         await _load([server.url], data, "one")
         assert _locked_in_log(server) == 0
 
 
 async def test_the_same_load_from_two_server_processes_on_one_file(tmp_path: Path):
     data = tmp_path / "app"
-    first = AppServer(data, env=ENV, log_path=tmp_path / "first.log").start()
+    first = AppServer(data, env=ENV, log_path=tmp_path / "first.log", frontend=False).start()
     try:
-        second = AppServer(data, env=ENV, log_path=tmp_path / "second.log").start()
+        second = AppServer(data, env=ENV, log_path=tmp_path / "second.log", frontend=False).start()
         try:
             await _load([first.url, second.url], data, "two")
             assert _locked_in_log(first, second) == 0

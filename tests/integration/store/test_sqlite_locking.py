@@ -105,7 +105,7 @@ def test_a_lock_wait_that_times_out_ends_the_run_with_a_retryable_message():
     whether it comes from the live run or from the error text stored in the checkpoint."""
     from sqlalchemy.exc import OperationalError
 
-    from hitl_app.threads.errors import DATABASE_BUSY, describe_error_text, describe_run_error
+    from hitl_app.runs.errors import DATABASE_BUSY, describe_error_text, describe_run_error
 
     raw = sqlite3.OperationalError("database is locked")
     wrapped = OperationalError("INSERT INTO checkpoints ...", {}, raw)

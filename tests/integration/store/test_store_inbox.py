@@ -17,9 +17,10 @@ from hitl_app.store import reminders
 from hitl_app.store.accounts import Account
 from hitl_app.store.drafts import NewDraft, write_drafts
 from hitl_app.store.inbox import NO_ACCOUNT, pending_reviews
-from hitl_app.store.reviews import claim_review, record_review_requested
+from hitl_app.store.review_requests import record_review_requested
 from hitl_app.store.tables import ReviewRequestRecord, utcnow
 from hitl_app.store.threads import touch_thread
+from tests.helpers.claims import claim
 
 TEAM = rights_by_tool(load_policy_toml(Path(__file__).parents[3] / "examples/policies/team.toml"))
 
@@ -96,7 +97,7 @@ async def test_oldest_first_across_threads_and_a_decided_review_leaves_every_inb
     from hitl_app.review import ApproveDecision
 
     async with session() as s:
-        await claim_review(session=s, review=pay("t-old", 10), decisions=[ApproveDecision(type="approve")], reviewer="Rex")
+        await claim(s, pay("t-old", 10), [ApproveDecision(type="approve")], "Rex")
     assert [i.pending.thread_id for i in await inbox(session, REX)] == ["t-new"]
     async with session() as s:  # the thread index says the review is no longer pending
         await touch_thread(session=s, thread_id="t-new", owner=None, pending_review=False)

@@ -145,10 +145,10 @@ async def test_a_review_a_deadline_escalated_to_a_role_reaches_that_role_and_abo
 
 
 async def test_one_read_gives_the_first_pages_the_newest_and_the_open_threads_card(engines, session):
+    from hitl_app.bus.review_signal import LocalReviewSignal
+    from hitl_app.reviewers.inbox import ReviewInbox
     from hitl_app.store.desk_tables import ReviewExpiry
     from hitl_app.store.inbox import escalations
-    from hitl_app.threads.inbox import ReviewInbox
-    from hitl_app.threads.review_signal import LocalReviewSignal
 
     await add_people(session)
     ids = await payments(session, 5)

@@ -1,5 +1,8 @@
 """The review contract (store/reviews.py) on SQLite and PostgreSQL: the requested row, the
-exactly-once claim (also under N concurrent claims), its release, and the audit read."""
+exactly-once claim (also under N concurrent claims), its release, and the audit read.
+
+The claim is written as the app writes it: ``store.drafts.write_drafts(claim=audit_rows(...))``
+(``tests.helpers.claims.claim``), the one write behind Submit, the deadline and the grants."""
 
 from __future__ import annotations
 
@@ -19,15 +22,17 @@ from hitl_app.review import (
     RespondDecision,
     ReviewConfig,
 )
+from hitl_app.store.drafts import read_drafts
+from hitl_app.store.review_requests import record_review_requested
 from hitl_app.store.reviews import (
     AlreadyDecided,
     audit_for_thread,
-    claim_review,
     is_claimed,
-    record_review_requested,
     release_claim,
+    was_asked,
 )
 from hitl_app.store.tables import AuditRecord, ReviewRequestRecord
+from tests.helpers.claims import claim
 
 EMAIL = {"to": "bob@example.com", "subject": "lunch", "body": "noon"}
 
@@ -78,7 +83,7 @@ async def test_a_claim_records_each_decision_with_its_attributes(session):
         RespondDecision(type="respond", message="blue"),
     ]
     async with session() as s:
-        await claim_review(session=s, review=review(), decisions=decisions, reviewer="Dana" * 40)
+        await claim(s, review(), decisions, "Dana" * 40)
     edit, reject, respond = await rows(session)
     assert [r.decision_type for r in (edit, reject, respond)] == ["edit", "reject", "respond"]
     assert [r.tool_call_id for r in (edit, reject, respond)] == ["call_1", "call_2", None]
@@ -94,17 +99,17 @@ async def test_a_claim_records_each_decision_with_its_attributes(session):
 
 async def test_an_approval_records_the_proposed_args_as_executed_and_an_empty_reviewer_as_anonymous(session):
     async with session() as s:
-        await claim_review(session=s, review=review(), decisions=approve_all(), reviewer="")
+        await claim(s, review(), approve_all(), "")
     first = (await rows(session))[0]
     assert first.args_executed == EMAIL and first.reviewer == "anonymous" and first.waited_seconds == 0.0
 
 
 async def test_a_second_claim_loses_and_changes_nothing(session):
     async with session() as s:
-        await claim_review(session=s, review=review(), decisions=approve_all(), reviewer="ann")
+        await claim(s, review(), approve_all(), "ann")
     with pytest.raises(AlreadyDecided):
         async with session() as s:
-            await claim_review(session=s, review=review(), decisions=[RejectDecision(type="reject")] * 3, reviewer="bob")
+            await claim(s, review(), [RejectDecision(type="reject")] * 3, "bob")
     assert [(r.reviewer, r.decision_type) for r in await rows(session)] == [("ann", "approve")] * 3
 
 
@@ -114,7 +119,7 @@ async def test_of_n_concurrent_claims_exactly_one_wins(session, claimers):
 
     async def attempt(i: int) -> str:
         async with session() as s:
-            await claim_review(session=s, review=review(), decisions=approve_all(), reviewer=f"r{i}")
+            await claim(s, review(), approve_all(), f"r{i}")
         return f"r{i}"
 
     results = await asyncio.gather(*(attempt(i) for i in range(claimers)), return_exceptions=True)
@@ -127,22 +132,33 @@ async def test_of_n_concurrent_claims_exactly_one_wins(session, claimers):
 async def test_a_released_claim_makes_the_review_answerable_again(session):
     await _record(session)
     async with session() as s:
-        await claim_review(session=s, review=review(), decisions=approve_all(), reviewer="ann")
+        await claim(s, review(), approve_all(), "ann")
         assert await is_claimed(session=s, interrupt_id="i1")
         assert await release_claim(session=s, interrupt_id="i1") == 3
         assert not await is_claimed(session=s, interrupt_id="i1")
         assert (await s.get(ReviewRequestRecord, "i1")).decided is False
         assert await release_claim(session=s, interrupt_id="i1") == 0
     async with session() as s:
-        await claim_review(session=s, review=review(), decisions=approve_all(), reviewer="bob")
+        await claim(s, review(), approve_all(), "bob")
     assert {r.reviewer for r in await rows(session)} == {"bob"}
+
+
+async def test_a_claim_released_keeping_its_decisions_keeps_the_drafts(session):
+    """An undo window that ended after an approval of it stopped counting: only the audit rows go."""
+    await _record(session)
+    async with session() as s:
+        await claim(s, review(), approve_all(), "ann")
+        assert await release_claim(session=s, interrupt_id="i1", keep_decisions=True) == 3
+        assert not await is_claimed(session=s, interrupt_id="i1")
+        assert len(await read_drafts(session=s, interrupt_id="i1")) == 3, "the card still shows ann's approvals"
+        assert (await s.get(ReviewRequestRecord, "i1")).decided is False
 
 
 async def test_only_a_claim_older_than_the_cutoff_is_released_as_abandoned(session):
     now = datetime.now(UTC)
     async with session() as s:
-        await claim_review(session=s, review=review("old"), decisions=approve_all(), reviewer="a", now=now - timedelta(minutes=5))
-        await claim_review(session=s, review=review("new"), decisions=approve_all(), reviewer="b", now=now)
+        await claim(s, review("old"), approve_all(), "a", now=now - timedelta(minutes=5))
+        await claim(s, review("new"), approve_all(), "b", now=now)
         cutoff = now - timedelta(seconds=30)
         assert await release_claim(session=s, interrupt_id="new", claimed_before=cutoff) == 0
         assert await release_claim(session=s, interrupt_id="old", claimed_before=cutoff) == 3
@@ -151,8 +167,8 @@ async def test_only_a_claim_older_than_the_cutoff_is_released_as_abandoned(sessi
 
 async def test_the_audit_read_is_keyed_by_tool_call_id_per_thread(session):
     async with session() as s:
-        await claim_review(session=s, review=review("i1", "t1"), decisions=approve_all(), reviewer="ann")
-        await claim_review(session=s, review=review("i2", "t2"), decisions=approve_all(), reviewer="bob")
+        await claim(s, review("i1", "t1"), approve_all(), "ann")
+        await claim(s, review("i2", "t2"), approve_all(), "bob")
         audit = await audit_for_thread(session=s, thread_id="t1")
     assert set(audit) == {"call_1", "call_2"}
     entry = audit["call_1"]
@@ -166,7 +182,7 @@ async def test_a_new_review_writes_both_index_rows_in_one_commit_and_names_the_o
     index row gets one."""
     from sqlalchemy import event
 
-    from hitl_app.store.reviews import record_review_waiting
+    from hitl_app.store.review_requests import ReviewWaiting, record_review_waiting
     from hitl_app.store.tables import ThreadRecord
     from hitl_app.store.threads import get_thread, touch_thread
 
@@ -180,7 +196,7 @@ async def test_a_new_review_writes_both_index_rows_in_one_commit_and_names_the_o
     event.listen(engines.async_.sync_engine, "commit", count)
     try:
         async with session() as s:
-            assert await record_review_waiting(session=s, review=review()) == (True, "42")
+            assert await record_review_waiting(session=s, review=review()) == ReviewWaiting(new=True, owner="42", escalated=False)
     finally:
         event.remove(engines.async_.sync_engine, "commit", count)
     assert len(commits) == 1
@@ -191,8 +207,45 @@ async def test_a_new_review_writes_both_index_rows_in_one_commit_and_names_the_o
     assert row.cards is not None and row.cards[0]["name"] == "send_email" and not row.decided
     assert thread is not None and thread.pending_review and thread.owner == "42" and thread.title == "hello"
     async with session() as s:
-        assert await record_review_waiting(session=s, review=review()) == (False, "42")
-        assert await record_review_waiting(session=s, review=review("i2", "t-new")) == (True, None)
+        assert await record_review_waiting(session=s, review=review()) == ReviewWaiting(new=False, owner="42", escalated=False)
+        made_now = await record_review_waiting(session=s, review=review("i2", "t-new"))
+        assert made_now == ReviewWaiting(new=True, owner=None, escalated=False)
     async with session() as s:
         made = await s.get(ThreadRecord, "t-new")
     assert made is not None and made.pending_review and made.owner is None
+
+
+async def test_a_review_a_tab_showed_first_still_names_its_audience_unless_a_deadline_escalated_it(session):
+    """A tab that shows the review before the run's index write writes its "requested" row first:
+    the run still learns it is not escalated (so the signal names the policy's reviewers, not every
+    inbox); after its deadline escalated it, ``escalated`` is True (CI: every member's inbox re-read)."""
+    from hitl_app.store.desk_tables import ReviewExpiry
+    from hitl_app.store.review_requests import ReviewWaiting, record_review_requested, record_review_waiting
+
+    async with session() as s:
+        await record_review_requested(session=s, review=review("i3", "t3"))
+        assert await record_review_waiting(session=s, review=review("i3", "t3")) == ReviewWaiting(
+            new=False, owner=None, escalated=False)
+        s.add(ReviewExpiry(interrupt_id="i3", thread_id="t3", status="escalated", escalate_to="admin",
+                           due_at=datetime.now(UTC)))
+        await s.commit()
+        assert (await record_review_waiting(session=s, review=review("i3", "t3"))).escalated
+
+
+@pytest.mark.parametrize(
+    ("asked", "email", "expected"),
+    [
+        ("|cfo@example.com|", "%@%", False),  # a member whose email is all wildcards
+        ("|axb@x.com|", "a_b@x.com", False),  # "_" matches any one character in LIKE
+        ("|a_b@x.com|", "axb@x.com", False),
+        ("|a_b@x.com|", "a_b@x.com", True),
+        ("|cfo@example.com|", "CFO@example.com", True),
+    ],
+)
+async def test_was_asked_compares_the_email_exactly(session, asked, email, expected):
+    async with session() as s:
+        s.add(AuditRecord(thread_id="t1", interrupt_id="i1", action_index=0, tool_name="send_email",
+                          decision_type="approve", asked=asked, requested_at=datetime.now(UTC), waited_seconds=1.0))
+        await s.commit()
+    async with session() as s:
+        assert await was_asked(session=s, thread_id="t1", role="member", email=email) is expected

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from hitl_app.desk.cards import BrowserPerson
 from hitl_app.errors import StartupError
 from hitl_app.review import ReviewError
 from hitl_app.runtime import open_runtime
 from hitl_app.settings import Settings
-from hitl_app.threads.decide import BrowserPerson
 
 OWNER = "b-1"
 TID = "9a3e2f10-4c55-4b8e-9d61-2b7c3a1e5f00"

@@ -16,11 +16,11 @@ import pytest
 from sqlmodel import Session, func, select
 
 from hitl_app.agent.demo import DemoChatModel
+from hitl_app.agent_loader import validators_for
+from hitl_app.desk.cards import BrowserPerson
 from hitl_app.review import ReviewError
 from hitl_app.store.db import create_schema, make_engines
 from hitl_app.store.tables import AuditRecord, OutboxMail, ReviewRequestRecord
-from hitl_app.threads.agent_loader import validators_for
-from hitl_app.threads.decide import BrowserPerson
 from hitl_app.threads.service import ThreadError, ThreadService
 from tests.helpers.pairing import assert_pairing
 
@@ -255,7 +255,8 @@ async def test_stop_mid_stream_leaves_the_thread_usable(slow_service):
     assert not await svc.is_running(t)
     view = await svc.load(t, owner=OWNER)
     assert view.status in ("incomplete", "idle")
-    assert not any(m.role == "assistant" for m in view.messages), "no half-written reply is kept"
+    # what streamed is kept, marked as stopped (issue 19), never taken for a whole reply
+    assert [(m.role, m.cut) for m in view.messages if m.role == "assistant"] == [("assistant", "stopped")]
     assert_pairing(await messages(svc, t))
     await svc.start_turn(t, "stream 3 words", owner=OWNER)
     await svc.wait(t)
@@ -269,7 +270,8 @@ async def test_model_error_mid_stream_then_continue(service):
     await turn(service, t, "fail after 5 words")
     view = await service.load(t, owner=OWNER)
     assert view.status == "failed" and view.error
-    assert not any(m.role == "assistant" for m in view.messages), "no half-written turn"
+    # the five words are kept, marked as cut off by the error (issue 19, QA M1)
+    assert [(m.cut, len(m.text.split())) for m in view.messages if m.role == "assistant"] == [("failed", 5)]
     assert_pairing(await messages(service, t))
     await service.continue_run(t, owner=OWNER)  # the demo model fails again: still a clean failure
     await service.wait(t)
@@ -337,7 +339,7 @@ async def test_audit_record_fields(service):
     from hitl_app.ui.rows import audit_line
 
     assert audit_line(audit[edit.tool_call_id]).startswith("edited by Dana: to: eve@example.com -> fox@example.com · ")
-    assert audit_line(audit[reject.tool_call_id]).startswith("rejected by Dana, ")
+    assert audit_line(audit[reject.tool_call_id]).startswith("rejected by Dana: “keep it” · ")
     assert_pairing(await messages(service, t))
 
 

@@ -28,10 +28,10 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     """One app per backend for this module."""
     data = tmp_path_factory.mktemp(f"auth-ws-{request.param}")
     if request.param == "sqlite":
-        with AppServer(data) as s:
+        with AppServer(data, frontend=False) as s:
             yield s
         return
-    with fresh_database() as url, AppServer(data, env={"DATABASE_URL": url}) as s:
+    with fresh_database() as url, AppServer(data, env={"DATABASE_URL": url}, frontend=False) as s:
         yield s
 
 
@@ -174,9 +174,9 @@ def cli_env(server: AppServer) -> dict[str, str]:
 async def make_legacy_thread(server: AppServer, browser_id: str) -> str:
     """A thread made before accounts: owned by ``browser_id``, its email approved (a mail in that
     browser's outbox). Written through the app's own runtime on the server's database."""
+    from hitl_app.desk.cards import BrowserPerson
     from hitl_app.runtime import open_runtime
     from hitl_app.settings import Settings
-    from hitl_app.threads.decide import BrowserPerson
 
     settings = Settings(HITL_DATA_DIR=server.data_dir, HITL_DEMO_WPS=0, DATABASE_URL=server.env.get("DATABASE_URL"))
     tid = str(uuid.uuid4())

@@ -10,6 +10,7 @@ like examples/policies/team.toml plus an undo window on ``slow_task``).
   (before: blank).
 * A checked edit comes back checked and is sent as edited.
 * A pick survives the server being killed and started again.
+* "Reject and stop" picked on the card comes back after a reload and is what Submit sends.
 * A kept choice the rights do not allow (written straight into the table, as a forged one would
   be) is not shown, and cannot be submitted either.
 """
@@ -31,7 +32,7 @@ from tests.helpers.paths import ROOT
 from tests.helpers.ws_client import SESSION, WsClient
 
 pytestmark = pytest.mark.app
-DESK = f"{SESSION}.hitl_app___ui___desk_state____desk_state"
+DESK = f"{SESSION}.hitl_app___ui___state___desk____desk_state"
 TEAM = (ROOT / "examples" / "policies" / "team.toml").read_text(encoding="utf-8")
 POLICY = TEAM.replace('description = "Wait {seconds} seconds"\n', 'description = "Wait {seconds} seconds"\nundo_seconds = 120\n')
 
@@ -41,7 +42,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     data = tmp_path_factory.mktemp("ws-choices")
     policy = data / "policy.toml"
     policy.write_text(POLICY, encoding="utf-8")
-    s = AppServer(data / "app", env={"HITL_POLICY": str(policy)})
+    s = AppServer(data / "app", env={"HITL_POLICY": str(policy)}, frontend=False)
     s.start()
     yield s
     s.stop()
@@ -53,9 +54,10 @@ def picks(cards: list[dict]) -> list[tuple[str, str, str]]:
 
 async def test_a_reject_with_its_reason_survives_a_reload_and_submit_resumes_with_it(server):
     tid, mo = str(uuid.uuid4()), str(uuid.uuid4())
+    to = f"bob-{tid[:8]}@example.com"  # this test's own address: the module's server has one outbox
     async with WsClient(server.url, browser_id=mo) as tab:
         await tab.load_thread(tid)
-        await tab.send("email bob@example.com about plans: hi and ask me which colour")
+        await tab.send(f"email {to} about plans: hi and ask me which colour")
         assert [c["tool_name"] for c in await tab.wait_review(2)] == ["send_email", "ask_user"]
         await tab.call("ReviewState.choose", index=0, kind="reject")
         await tab.call("ReviewState.set_reason", index=0, text="wrong address")
@@ -70,9 +72,14 @@ async def test_a_reject_with_its_reason_survives_a_reload_and_submit_resumes_wit
         await tab.call("ReviewState.submit")
         await tab.wait_for(lambda c: c.chat.get("status") == "idle" and not c.chat.get("streaming"), timeout=30,
                            what="the run ends")
+        # the reason box's debounced change arrives after Submit (QA: "That card does not exist (the
+        # review may have changed); reload the page." under a review that went through, also after a reload)
+        await tab.call("ReviewState.set_reason", index=0, text="wrong address!")
+        await tab.settle()
+        assert tab.review["review_error"] == ""
     rows = app_db.audit_rows(server.data_dir, tid)
     assert [(r["decision_type"], r["message"]) for r in rows] == [("reject", "wrong address"), ("respond", "blue")]
-    assert app_db.outbox(server.data_dir) == []  # the rejected email was not sent
+    assert to not in app_db.outbox(server.data_dir)  # the rejected email was not sent
 
 
 async def test_an_unsubmitted_pick_is_no_decision_for_anyone_else(server):
@@ -122,7 +129,7 @@ async def test_undo_after_a_reload_brings_back_the_submitted_choices(server):
         await tab.wait_for(lambda c: (c.state.get(DESK) or {}).get("undo_ms", 0) > 0, what="the undo window again")
         lines = [(x["tool"], x["verb"], x["detail"]) for x in tab.state[DESK]["undo_lines"]]  # the server's word
         assert lines == [("send_email", "rejected", "not today"), ("slow_task", "approved", "")]
-        await tab.call(f"{DESK}.undo")
+        await tab.call("ReviewState.undo")
         await tab.wait_for(lambda c: c.state[DESK].get("undo_ms") == 0, what="undone")
         assert tab.state[DESK]["undo_lines"] == []
         await tab.wait_for(lambda c: picks(c.review.get("cards") or [])[:1] == [("reject", "not today", "")],
@@ -183,6 +190,31 @@ async def test_a_write_file_preview_follows_the_checked_edit_also_after_a_reload
         await tab.wait_for(lambda c: "+pp" in preview(c), what="the proposed call's diff again")
 
 
+async def test_reject_and_stop_picked_on_the_card_survives_a_reload_and_ends_the_run(server):
+    tid, mo = str(uuid.uuid4()), str(uuid.uuid4())
+    to = f"bob-{tid[:8]}@example.com"  # this test's own address: the module's server has one outbox
+    async with WsClient(server.url, browser_id=mo) as tab:
+        await tab.load_thread(tid)
+        await tab.send(f"email {to} about plans: hi")
+        [card] = await tab.wait_review(1)
+        assert card["reject_stop"] is False  # the policy's default: reject and tell
+        await tab.call("ReviewState.choose", index=0, kind="reject")
+        await tab.call("ReviewState.set_reject_stop", index=0, stop=True)
+        await tab.settle()
+    async with WsClient(server.url, browser_id=mo) as tab:  # the reload
+        await tab.load_thread(tid)
+        await tab.wait_for(lambda c: [x["choice"] for x in c.review.get("cards") or []] == ["reject"],
+                           what="the kept reject shown again")
+        assert tab.review["cards"][0]["reject_stop"] is True
+        await tab.call("ReviewState.submit")
+        await tab.wait_for(lambda c: c.chat.get("status") == "idle" and not c.chat.get("streaming"), timeout=30,
+                           what="the run ends")
+        last = [m for m in tab.chat["messages"] if m.get("role") == "assistant"][-1]
+        assert last["text"].startswith("Stopped: the reviewer rejected send_email and stopped the run")
+    assert to not in app_db.outbox(server.data_dir)
+    assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["reject"]
+
+
 async def test_a_kept_choice_the_rights_refuse_is_not_shown(server):
     tid, may = str(uuid.uuid4()), str(uuid.uuid4())
     async with WsClient(server.url, browser_id=may) as tab:
@@ -213,7 +245,7 @@ async def test_a_kept_choice_the_rights_refuse_is_not_shown(server):
 
 async def test_a_pick_survives_a_server_restart(tmp_path: Path):
     data, tid, mo = tmp_path / "app", str(uuid.uuid4()), str(uuid.uuid4())
-    first = AppServer(data).start()
+    first = AppServer(data, frontend=False).start()
     try:
         async with WsClient(first.url, browser_id=mo) as tab:
             await tab.load_thread(tid)
@@ -224,7 +256,7 @@ async def test_a_pick_survives_a_server_restart(tmp_path: Path):
             await tab.settle()
     finally:
         first.stop(signal.SIGKILL)
-    second = AppServer(data).start()
+    second = AppServer(data, frontend=False).start()
     try:
         async with WsClient(second.url, browser_id=mo) as tab:
             await tab.load_thread(tid)

@@ -28,17 +28,17 @@ from tests.helpers.ws_client import SESSION, WsClient
 
 pytestmark = pytest.mark.app
 TEAM = ROOT / "examples" / "policies" / "team.toml"
-DESK = f"{SESSION}.hitl_app___ui___desk_state____desk_state"
+DESK = f"{SESSION}.hitl_app___ui___state___desk____desk_state"
 """``DeskState``'s full name (the grant choice per card)."""
 
 
 def start(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, env: dict[str, str]) -> Iterator[AppServer]:
     data = tmp_path_factory.mktemp(f"grants-ws-{request.param}")
     if request.param == "sqlite":
-        with AppServer(data, env=env) as s:
+        with AppServer(data, env=env, frontend=False) as s:
             yield s
         return
-    with fresh_database() as url, AppServer(data, env={**env, "DATABASE_URL": url}) as s:
+    with fresh_database() as url, AppServer(data, env={**env, "DATABASE_URL": url}, frontend=False) as s:
         yield s
 
 
@@ -66,7 +66,7 @@ def sql(server: AppServer, statement: str, **params) -> list[tuple]:
 async def approve_with_thread_grant(tab: WsClient, index: int, n: int) -> None:
     """Choose approve on card ``index`` of ``n`` with "this tool in this thread (1 day)"."""
     await tab.call("ReviewState.choose", index=index, kind="approve")
-    await tab.call(f"{DESK}.set_grant", index=index, value="thread:24")
+    await tab.call("ReviewState.set_grant", index=index, value="thread:24")
     want = ["thread:24" if i == index else "none" for i in range(n)]
     await tab.wait_for(lambda c: c.state.get(DESK, {}).get("grant_choice") == want, what="the grant chosen")
 
@@ -150,5 +150,5 @@ async def test_grants_cover_a_developers_agent_wholly_or_card_by_card(agent_serv
     assert sql(server, "SELECT uses FROM grants") == [(2,)]
     via = sql(server, "SELECT tool_name, via FROM audit_records WHERE thread_id = :t ORDER BY id", t=tid)
     assert [(name, (v or "").split(":")[0]) for name, v in via] == [
-        ("refund_payment", ""), ("refund_payment", "grant"), ("refund_payment", "grant"), ("close_ticket", "")
-    ]
+        ("refund_payment", "page"), ("refund_payment", "grant"), ("refund_payment", "grant"), ("close_ticket", "page")
+    ]  # a person's decision says the door it came through (page); a grant's says which grant

@@ -9,6 +9,7 @@ signed out is sent to sign-in by the next review it may concern, and never shows
 from __future__ import annotations
 
 import asyncio
+import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -16,12 +17,12 @@ from typing import Any
 import pytest
 
 from tests.helpers import accounts
-from tests.helpers.app_server import AppServer
+from tests.helpers.app_server import ROOT, AppServer
 from tests.helpers.postgres import fresh_database
 from tests.helpers.redis_server import require_redis
 from tests.helpers.ws_client import WsClient
 
-pytestmark = pytest.mark.app
+pytestmark = [pytest.mark.app, pytest.mark.postgres]
 
 POLICY = """
 [tools.send_email]
@@ -38,8 +39,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     redis_url = require_redis().rsplit("/", 1)[0]
     with fresh_database() as url:
         env = {"DATABASE_URL": url, "REFLEX_REDIS_URL": redis_url, "HITL_POLICY": str(root / "policy.toml"),
-               "GUNICORN_CMD_ARGS": "--workers 2 --graceful-timeout 5", "HITL_DEMO_WPS": "200"}
-        s = AppServer(root / "data", env=env)
+               "GUNICORN_CMD_ARGS": "--workers 2 --graceful-timeout 5", "HITL_DEMO_WPS": "200",
+               # no periodic re-read during a test: every read counted here is one an announcement caused
+               "HITL_INBOX_REFRESH_S": "3600"}
+        s = AppServer(root / "data", env=env, frontend=False)
         s.start()
         yield s
         s.stop()
@@ -129,3 +132,28 @@ async def test_a_signed_out_inbox_is_sent_to_sign_in_by_the_next_review_and_neve
     finally:
         for tab in (asker, reviewer):
             await tab.close()
+
+
+async def test_a_person_disabled_from_the_command_line_is_sent_to_sign_in_at_once(server):
+    """``python -m hitl_app users disable`` runs in a process of its own: with Redis it tells the
+    app's workers, and the person's open tab goes to the sign-in page saying why, with no click
+    and long before the periodic re-read (3,600 s here). Before, the tab kept its inbox until the
+    person's next action."""
+    key = uuid.uuid4().hex[:8]
+    pat = await server.asign_in("pat-cli-" + key, role="reviewer", name="Pat")
+    tab = await open_tab(server, pat.token)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            str(ROOT / ".venv/bin/python"), "-m", "hitl_app", "users", "disable", pat.email,
+            env={**os.environ, **server.env}, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await proc.communicate()
+        assert proc.returncode == 0, err.decode()
+        assert "open tabs told" in out.decode()
+        await tab.wait_for(
+            lambda c: any(e.get("name") == "_redirect" and (e.get("payload") or {}).get("path") == "/sign-in?error=was_disabled"
+                          for e in c.events),
+            timeout=30, what="Pat's tab sent to sign-in, told she was disabled",
+        )
+    finally:
+        await tab.close()

@@ -35,7 +35,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     data = tmp_path_factory.mktemp("ws-kept-grants")
     policy = data / "policy.toml"
     policy.write_text(POLICY, encoding="utf-8")
-    s = AppServer(data / "app", env={"HITL_POLICY": str(policy)})
+    s = AppServer(data / "app", env={"HITL_POLICY": str(policy)}, frontend=False)
     s.start()
     yield s
     s.stop()
@@ -61,7 +61,7 @@ async def test_a_grant_scope_comes_back_in_a_new_tab_and_its_submit_makes_the_gr
         await tab.send("email bob@example.com about plans: hi")
         await tab.wait_review(1)
         await tab.call("ReviewState.choose", index=0, kind="approve")
-        await tab.call(f"{DESK}.set_grant", index=0, value="thread:24")
+        await tab.call("ReviewState.set_grant", index=0, value="thread:24")
         await tab.wait_for(lambda c: grants_of(c) == ["thread:24"], what="the scope picked")
         await tab.settle()
     async with WsClient(server.url, browser_id=mo) as tab:  # a new tab, same account
@@ -81,11 +81,11 @@ async def test_undo_puts_the_approval_back_with_its_grant_scope(server):
         await tab.send("wait 0 seconds")
         await tab.wait_review(1)
         await tab.call("ReviewState.choose", index=0, kind="approve")
-        await tab.call(f"{DESK}.set_grant", index=0, value="person:1")
+        await tab.call("ReviewState.set_grant", index=0, value="person:1")
         await tab.wait_for(lambda c: grants_of(c) == ["person:1"], what="the scope picked")
         await tab.call("ReviewState.submit")
         await tab.wait_for(lambda c: (c.state.get(DESK) or {}).get("undo_ms", 0) > 0, what="the undo window")
-        await tab.call(f"{DESK}.set_grant", index=0, value="thread:24")  # a late pick: the review is decided
+        await tab.call("ReviewState.set_grant", index=0, value="thread:24")  # a late pick: the review is decided
         await tab.settle()
     assert rows(server, "SELECT choice, submitted FROM card_choices WHERE thread_id = ?", tid) == [
         (json.dumps({"choice": "approve", "grant": "person:1"}), 1)
@@ -94,7 +94,7 @@ async def test_undo_puts_the_approval_back_with_its_grant_scope(server):
         await tab.load_thread(tid)
         await tab.wait_for(lambda c: (c.state.get(DESK) or {}).get("undo_ms", 0) > 0, what="the undo window again")
         assert first(tab)["choice"] == ""  # nothing is put back on a decided review
-        await tab.call(f"{DESK}.undo")
+        await tab.call("ReviewState.undo")
         await tab.wait_for(lambda c: c.state[DESK].get("undo_ms") == 0, what="undone")
         await tab.wait_for(lambda c: first(c).get("choice") == "approve", what="the approval back")
         await tab.wait_for(lambda c: grants_of(c) == ["person:1"], what="its scope back (before: none)")
@@ -174,7 +174,7 @@ async def test_an_open_edit_comes_back_open_with_its_text_also_after_an_undo(ser
         await tab.wait_for(lambda c: c.review.get("all_decided"), what="both decided")
         await tab.call("ReviewState.submit")
         await tab.wait_for(lambda c: (c.state.get(DESK) or {}).get("undo_ms", 0) > 0, what="the undo window")
-        await tab.call(f"{DESK}.undo")
+        await tab.call("ReviewState.undo")
         await tab.wait_for(lambda c: c.state[DESK].get("undo_ms") == 0, what="undone")
         await tab.wait_for(lambda c: first(c).get("choice") == "edit" and not first(c).get("editing"), what="the edit back")
         again = typed.replace("draft one", "draft two")

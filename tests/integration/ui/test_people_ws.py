@@ -55,7 +55,7 @@ description = "Question for you: {question}"
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     root = tmp_path_factory.mktemp("ws-people")
     (root / "policy.toml").write_text(POLICY)
-    s = AppServer(root / "data", env={"HITL_POLICY": str(root / "policy.toml"), "HITL_SWEEP_SECONDS": "0.5"})
+    s = AppServer(root / "data", env={"HITL_POLICY": str(root / "policy.toml"), "HITL_SWEEP_SECONDS": "0.5"}, frontend=False)
     s.start()
     yield s
     s.stop()
@@ -150,7 +150,7 @@ async def test_a_reviewer_beside_the_owners_question_reads_that_an_answer_waits(
             assert line.startswith("Your decisions are in; waiting for 1 more answer from "), line
 
 
-ADMIN = "reflex___state____state.hitl_app___ui___state___session____session_state.hitl_app___ui___admin_state____admin_state"
+ADMIN = "reflex___state____state.hitl_app___ui___state___session____session_state.hitl_app___ui___state___admin____admin_state"
 
 
 async def test_a_demoted_reviewers_open_inbox_loses_the_metrics_link_without_a_reload(server):

@@ -19,12 +19,12 @@ from tests.helpers.app_server import AppServer
 from tests.helpers.ws_client import SESSION, WsClient
 
 pytestmark = pytest.mark.app
-DESK = f"{SESSION}.hitl_app___ui___desk_state____desk_state"
+DESK = f"{SESSION}.hitl_app___ui___state___desk____desk_state"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
-    s = AppServer(tmp_path_factory.mktemp("qa-reject-after-scope") / "app")
+    s = AppServer(tmp_path_factory.mktemp("qa-reject-after-scope") / "app", frontend=False)
     s.start()
     yield s
     s.stop()
@@ -37,7 +37,7 @@ async def test_a_reject_after_an_approval_with_a_scope_submits(server):
         await tab.send("email bob@example.com about plans: hi")
         await tab.wait_review(1)
         await tab.call("ReviewState.choose", index=0, kind="approve")
-        await tab.call(f"{DESK}.set_grant", index=0, value="thread:24")
+        await tab.call("ReviewState.set_grant", index=0, value="thread:24")
         await tab.wait_for(lambda c: (c.state.get(DESK) or {}).get("grant_choice") == ["thread:24"], what="scope")
         await tab.call("ReviewState.choose", index=0, kind="reject")
         await tab.wait_for(lambda c: (c.state.get(DESK) or {}).get("grant_choice") == ["none"], what="scope dropped")

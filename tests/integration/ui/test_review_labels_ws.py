@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from hitl_app.review import draft
+from hitl_app.ui import review_text
 from tests.helpers.app_server import AppServer
 from tests.helpers.paths import ROOT
 from tests.helpers.ws_client import WsClient
@@ -26,7 +26,7 @@ TEAM = ROOT / "examples" / "policies" / "team.toml"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
-    s = AppServer(tmp_path_factory.mktemp("ws-labels"), env={"HITL_POLICY": str(TEAM)})
+    s = AppServer(tmp_path_factory.mktemp("ws-labels"), env={"HITL_POLICY": str(TEAM)}, frontend=False)
     s.start()
     yield s
     s.stop()
@@ -52,7 +52,7 @@ async def test_after_a_partial_submit_the_counter_and_submit_label_follow_the_se
                           what="Mo's cards complete")
         await mo.settle()
         assert mo.review["summary"] == "2 of 3 decided · 1 waiting for a reviewer"
-        assert mo.review["submit_label"] == "" and mo.review["nothing_left"] == draft.WITHDRAW_NOTE
+        assert mo.review["submit_label"] == "" and mo.review["nothing_left"] == review_text.WITHDRAW_NOTE
         assert not mo.review["all_decided"] and not mo.review["can_approve_all"]
         assert mo.review["cards"][0]["progress"].startswith("Approved by")
         assert mo.chat["status"] == "review"
@@ -84,7 +84,7 @@ async def test_a_card_only_the_asker_may_decide_says_it_waits_for_them_by_name(s
         assert [c["tool_name"] for c in await mx.wait_review(2)] == ["send_email", "ask_user"]
         await rita.load_thread(tid)
         cards = await rita.wait_review(2)
-        assert [(c["standing"], c["others"]) for c in cards] == [("open", "a reviewer"), ("waiting", "Max")]
+        assert [(c["standing"], c["others_who_decide"]) for c in cards] == [("open", "a reviewer"), ("waiting", "Max")]
         assert rita.review["summary"] == "0 of 2 decided · 1 waiting for Max"
         assert rita.review["composer_line"] == "Decide your 1 card above, then submit; 1 more waits for Max."
         await rita.call("ReviewState.choose", index=0, kind="approve")

@@ -20,15 +20,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from hitl_app.review import draft
-from hitl_app.ui.state.review import UNDONE_NOTE
+from hitl_app.ui import review_text
+from hitl_app.ui.state.desk_actions import UNDONE_NOTE
 from tests.helpers import app_db
 from tests.helpers.app_server import AppServer
 from tests.helpers.paths import ROOT
 from tests.helpers.ws_client import SESSION, WsClient
 
 pytestmark = pytest.mark.app
-DESK = f"{SESSION}.hitl_app___ui___desk_state____desk_state"
+DESK = f"{SESSION}.hitl_app___ui___state___desk____desk_state"
 TEAM = (ROOT / "examples" / "policies" / "team.toml").read_text(encoding="utf-8")
 POLICY = TEAM.replace('description = "Send an email to {to}: {subject}"\n',
                       'description = "Send an email to {to}: {subject}"\nundo_seconds = 120\n').replace(
@@ -42,7 +42,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     data = tmp_path_factory.mktemp("ws-submit")
     policy = data / "policy.toml"
     policy.write_text(POLICY, encoding="utf-8")
-    s = AppServer(data / "app", env={"HITL_POLICY": str(policy)})
+    s = AppServer(data / "app", env={"HITL_POLICY": str(policy)}, frontend=False)
     s.start()
     yield s
     s.stop()
@@ -79,24 +79,24 @@ async def test_only_the_submitter_may_undo_and_other_tabs_follow_live(server):
         assert desk(rex)["can_undo"] is True and desk(mo)["can_undo"] is False  # the Undo shows only to Rex
         assert desk(mo)["undo_by"] == "Rex"
         # the composer says the agent goes on when the window ends (the page counts the seconds)
-        assert mo.review["composer_line"] == rex.review["composer_line"] == draft.UNDO_LINE
+        assert mo.review["composer_line"] == rex.review["composer_line"] == review_text.UNDO_LINE
         assert rex.review["review_note"] == ""
-        await mo.call(f"{DESK}.undo")  # forged: Mo's page has no Undo
+        await mo.call("ReviewState.undo")  # forged: Mo's page has no Undo
         await mo.wait_for(lambda c: desk(c).get("undo_error"), what="the refusal")
         assert desk(mo)["undo_error"] == "Only Rex, whose submission started this, or an admin may undo it."
         await rex.settle()
         assert desk(rex)["undo_ms"] > 0 and desk(mo)["undo_ms"] > 0  # nothing was undone
         assert [r["decision_type"] for r in app_db.audit_rows(server.data_dir, tid)] == ["approve", "approve"]
-        await rex.call(f"{DESK}.undo")
+        await rex.call("ReviewState.undo")
         await rex.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="undone in Rex's tab")
         await rex.wait_for(lambda c: c.review["cards"][1]["choice"] == "approve", what="Rex's choice back")
         assert rex.review["review_note"] == UNDONE_NOTE and rex.review["summary"] == "2 of 2 decided"
-        assert rex.review["composer_line"] == draft.DECIDE_ALL
+        assert rex.review["composer_line"] == review_text.DECIDE_ALL
         # Mo's tab follows without a reload: the window is gone, the delete waits for a reviewer again
         await mo.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="the undo shown live in Mo's tab")
         await mo.wait_for(lambda c: c.review["cards"][1]["standing"] != "complete", what="the delete open again")
         assert mo.review["cards"][0]["standing"] == "complete"  # Mo's own approval stays
-        await mo.wait_for(lambda c: c.review["composer_line"] != draft.UNDO_LINE, what="Mo's line after the undo")
+        await mo.wait_for(lambda c: c.review["composer_line"] != review_text.UNDO_LINE, what="Mo's line after the undo")
         assert mo.review["composer_line"] == "Your decisions are in; waiting for 1 more approval from a reviewer."
     assert app_db.audit_rows(server.data_dir, tid) == []
 
@@ -111,7 +111,7 @@ async def test_an_admin_may_undo_and_the_submitters_tab_follows_live(server):
             await ada.load_thread(tid)
             await ada.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the window in Ada's tab")
             assert desk(ada)["can_undo"] is True
-            await ada.call(f"{DESK}.undo")
+            await ada.call("ReviewState.undo")
             await ada.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="undone by Ada")
         await rex.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="the undo shown live in Rex's tab")
         await mo.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="the undo shown live in Mo's tab")
@@ -184,7 +184,7 @@ async def test_a_double_click_into_ones_own_undo_window_says_nothing_and_undo_le
         await mo.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window in Mo's tab")
         await mo.settle()
         assert mo.review["review_error"] == ""
-        await mo.call(f"{DESK}.undo")
+        await mo.call("ReviewState.undo")
         await mo.wait_for(lambda c: c.review.get("review_note") == UNDONE_NOTE, what="Mo's undo")
         await mo.settle()
         assert mo.review["review_error"] == "" and desk(mo).get("undo_ms", 0) == 0
@@ -193,7 +193,7 @@ async def test_a_double_click_into_ones_own_undo_window_says_nothing_and_undo_le
         await mo.wait_for(lambda c: desk(c).get("undo_ms", 0) > 0, what="the undo window again")
         await mo.settle()
         assert mo.review["review_error"] == ""
-        await mo.call(f"{DESK}.undo")  # nothing left running for the module's next tests
+        await mo.call("ReviewState.undo")  # nothing left running for the module's next tests
         await mo.wait_for(lambda c: desk(c).get("undo_ms") == 0, what="undone again")
 
 
@@ -245,7 +245,7 @@ async def test_the_sidebar_row_says_undo_window_while_the_decided_review_waits_a
         await _member_then_reviewer(server, mo, rex, tid)
         await mo.wait_for(lambda c: row_of(c, tid).get("undo") is True, what="Mo's row in its undo window, live")
         assert mo.chat["status"] == "review" and desk(mo)["undo_ms"] > 0
-        await rex.call(f"{DESK}.undo")
+        await rex.call("ReviewState.undo")
         await mo.wait_for(lambda c: row_of(c, tid).get("undo") is False, what="Mo's row back to review, live")
         assert row_of(mo, tid)["pending"] is True
 

@@ -20,7 +20,7 @@ TEAM = ROOT / "examples" / "policies" / "team.toml"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
-    s = AppServer(tmp_path_factory.mktemp("ws-rights-now"), env={"HITL_POLICY": str(TEAM)})
+    s = AppServer(tmp_path_factory.mktemp("ws-rights-now"), env={"HITL_POLICY": str(TEAM)}, frontend=False)
     s.start()
     yield s
     s.stop()

@@ -7,11 +7,14 @@ while the first tab keeps clicking. Reflex takes the tab's lock in Redis for eac
 expiry); a handler that waited on the model or a tool under it would answer slowly, log "held too
 long", or lose its lock ("Lock expired") and its changes.
 
-The approved tool (5 s) and the stream (7.5 s) last longer than LOCK_WARNING_MS, so a handler that
-waited on either under the lock is logged, while a handler that is merely slow on a loaded CI
-machine (a thread load at 1.5 s, seen at load 6 with Reflex's default 1 s warning) is not. The query
-(~0.5 s) keeps a worker thread busy beside them (a longer one, ~5 s, burned a core through the Stop
-and made Stop's answer miss 1 s under CI load).
+Every check is measured against agent work the test controls, never against the machine's speed
+(CI runs it on 2 loaded cores): the approved tool (20 s) and the stream (30 s) last longer than
+Reflex's lock expiry (raised to 30 s) allows a warning-free hold (LOCK_WARNING_MS, 10 s), so a
+handler that waited on either under the lock is logged, while a handler that is merely slow on a
+loaded machine (a thread load at 1.5 s at load 6) is not. A small event that waited on the agent
+would wait for the tool's end (up to 20 s): SLOW_ANSWER_S (8 s) is far below that. Stop's effect is
+checked causally: the stopped reply is cut off and marked "Stopped", long before its 30 s. The
+query (~0.5 s) keeps a worker thread busy beside them.
 """
 
 from __future__ import annotations
@@ -28,11 +31,14 @@ from tests.helpers.postgres import fresh_database
 from tests.helpers.redis_server import require_redis
 from tests.helpers.ws_client import WsClient
 
-pytestmark = pytest.mark.app
+pytestmark = [pytest.mark.app, pytest.mark.postgres]
 
 SLOW_QUERY = "sql: WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT 2500000) SELECT count(*) FROM c"
-LOCK_WARNING_MS = 4000  # below the approved tool (5 s) and the stream (7.5 s); see the module docstring
-SLOW_ANSWER_S = 2.0  # a small event that waited on agent work would wait seconds
+TOOL_S = 20  # the approved slow_task
+STREAM_WORDS = 1200  # 30 s at 40 words/s
+LOCK_EXPIRATION_MS = 30000  # above the tool, so a handler waiting on it is logged as "held too long"
+LOCK_WARNING_MS = 10000  # below the tool and the stream; see the module docstring
+SLOW_ANSWER_S = 8.0  # a small event that waited on the tool would wait for its end (up to TOOL_S)
 LOCK_TROUBLE = ("held too long", "Lock expired", "LockExpiredError")
 
 
@@ -46,10 +52,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
             "REFLEX_REDIS_URL": redis_url,
             "GUNICORN_CMD_ARGS": "--workers 3 --graceful-timeout 5",
             "HITL_DEMO_WPS": "40",
+            "REFLEX_REDIS_LOCK_EXPIRATION": str(LOCK_EXPIRATION_MS),
             "REFLEX_REDIS_LOCK_WARNING_THRESHOLD": str(LOCK_WARNING_MS),
             "COLUMNS": "400",  # Reflex's console would wrap the warning before its event name
         }
-        s = AppServer(tmp_path_factory.mktemp("state-lock"), env=env)
+        s = AppServer(tmp_path_factory.mktemp("state-lock"), env=env, frontend=False)
         s.start()
         yield s
         s.stop()
@@ -92,18 +99,18 @@ async def test_busy_tabs_of_one_person_never_wait_on_the_agent_under_the_state_l
         await tab.connect()
     try:
         await a1.load_thread(t1)
-        await a1.send("wait 5 seconds")
+        await a1.send(f"wait {TOOL_S} seconds")
         await a1.wait_review(1)
         await a2.load_thread(t1)  # the same person's second tab on that thread
         await a2.wait_review(1)
         await b.load_thread(t2)
         await c.load_thread(t3)
 
-        await b.send("stream 300 words")  # about 7.5 s of tokens
+        await b.send(f"stream {STREAM_WORDS} words")  # about 30 s of tokens: still streaming when Stop comes, also under load
         await c.send(SLOW_QUERY)  # auto-approved, runs in a worker thread
         await a2.call("ReviewState.choose", index=0, kind="approve")
         await a2.wait_for(lambda t: t.review["cards"][0]["choice"] == "approve")
-        await a2.call("ReviewState.submit")  # the approved slow_task runs 5 s
+        await a2.call("ReviewState.submit")  # the approved slow_task runs TOOL_S
         await a1.wait_for(lambda t: t.chat.get("streaming") is True, what="tab 1 follows the resumed run")
 
         # the person clicks around in every tab while all three threads work
@@ -114,25 +121,25 @@ async def test_busy_tabs_of_one_person_never_wait_on_the_agent_under_the_state_l
                 if took > SLOW_ANSWER_S:
                     slow.append((name, round(took, 2)))
             await a1.call("ThreadListState.refresh")
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # a person's pace between clicks (part of the scenario)
         assert b.chat.get("streaming") is True, "the stream should still be going (the clicks were made during it)"
         print(f"\nanswer times over {SLOW_ANSWER_S} s: {slow}")
 
-        # Stop from the person's second tab on the streaming thread, on another worker than the run
+        # Stop from the person's second tab on the streaming thread, on another worker than the run:
+        # its effect (the reply cut off, marked "Stopped") comes long before the stream's 30 s end
         b2 = await tab_on_another_worker(server, bid, t2, avoid=b)
         try:
-            started = time.monotonic()
             await b2.call("ChatState.stop")
-            await b2.wait_for(lambda t: t.chat.get("notice"), timeout=15, what="Stop answered")
-            stop_took = time.monotonic() - started
-            await b.wait_for(done, timeout=15, what="the stopped stream ended in tab b")
+            await b2.wait_for(lambda t: t.chat.get("notice"), timeout=30, what="Stop answered")
+            await b.wait_for(done, timeout=30, what="the stopped stream ended in tab b")
+            cut = (b.chat.get("messages") or [{}])[-1].get("cut") or ""
+            assert cut.startswith("Stopped"), "Stop must end the stream before it finishes"
         finally:
             await b2.close()
-        print(f"Stop on worker {worker(b2)} of the run on worker {worker(b)} answered in {stop_took:.2f} s")
-        assert stop_took < 1.0, f"Stop took {stop_took:.2f} s to answer"
+        print(f"Stop on worker {worker(b2)} of the run on worker {worker(b)} answered")
 
         for tab in tabs:
-            await tab.wait_for(done, timeout=60, what="run ended")
+            await tab.wait_for(done, timeout=90, what="run ended")
         assert not slow, f"events answered slowly while the agent worked: {slow}"
 
         # every change a tab made is still there: no older copy of the state overwrote it
@@ -141,7 +148,9 @@ async def test_busy_tabs_of_one_person_never_wait_on_the_agent_under_the_state_l
         assert a1.chat["status"] == a2.chat["status"] == "idle"
         assert [m["role"] for m in a1.chat["messages"]] == ["user", "assistant", "tool", "assistant"]
         assert [m["role"] for m in c.chat["messages"]][-2:] == ["tool", "assistant"]
-        assert b.chat["status"] == "incomplete" and [m["role"] for m in b.chat["messages"]] == ["user"]
+        # the stopped reply keeps what streamed, marked as stopped (issue 19)
+        assert b.chat["status"] == "idle" and [m["role"] for m in b.chat["messages"]] == ["user", "assistant"]
+        assert b.chat["messages"][-1]["cut"].startswith("Stopped")
     finally:
         for tab in tabs:
             await tab.close()

@@ -29,6 +29,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     s = AppServer(
         tmp_path_factory.mktemp("tab-state"),
         env={"HITL_TEST_HOOKS": "1", "HITL_AGENT": "tests.fixtures.agents:resume_fails"},
+        frontend=False,
     )
     s.start()
     yield s
@@ -144,7 +145,7 @@ async def test_failed_resume_keeps_the_review_pending_and_says_why_on_it(server:
 async def test_the_disk_state_folder_is_not_scanned_for_expired_files_on_every_write(server: AppServer):
     """Reflex's disk state manager (the embedded default) lists and stats every state file after
     each pass of its write queue (2 s debounce); the app paces that scan to once a minute
-    (``hitl_app.ui.disk_state``). A file made to look two hours old (expired: Reflex keeps a
+    (``hitl_app.ui.state.disk``). A file made to look two hours old (expired: Reflex keeps a
     tab's state for an hour) stays while the tab's changes are written beside it."""
     assert server.app_root is not None
     states = server.app_root / ".states"

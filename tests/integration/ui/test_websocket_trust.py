@@ -28,7 +28,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
 
     ``delete_file`` allows only approve/reject (the default policy).
     """
-    s = AppServer(tmp_path_factory.mktemp("ws-trust"))
+    s = AppServer(tmp_path_factory.mktemp("ws-trust"), frontend=False)
     s.start()
     yield s
     s.stop()
@@ -66,9 +66,12 @@ async def submit_and_finish(c: WsClient, timeout: float = 30) -> None:
 
 
 def test_state_paths_are_the_apps_state_names():
-    from hitl_app.ui.inbox_state import InboxState
-    from hitl_app.ui.menu_state import MenuState
-    from hitl_app.ui.state import ChatState, ReviewState, SessionState, ThreadListState
+    from hitl_app.ui.state.chat import ChatState
+    from hitl_app.ui.state.inbox import InboxState
+    from hitl_app.ui.state.menu import MenuState
+    from hitl_app.ui.state.review import ReviewState
+    from hitl_app.ui.state.session import SessionState
+    from hitl_app.ui.state.thread_list import ThreadListState
 
     for cls in (SessionState, ThreadListState, ChatState, ReviewState, MenuState, InboxState):
         assert STATE_PATHS[cls.__name__] == cls.get_full_name()
@@ -430,5 +433,23 @@ async def test_a_forged_stored_reviewer_name_is_checked_like_a_typed_one(server:
         [row] = app_db.audit_rows(server.data_dir, tid)
         assert row["reviewer"] == f"Tester {c.browser_id[:6]}" and row["reviewer_id"] == str(c.account_id)
         assert app_db.outbox(server.data_dir).count(to) == 1
+    finally:
+        await c.close()
+
+
+async def test_oversized_stored_identity_is_not_kept_in_the_tab_state(server: AppServer):
+    """Security review F10: the page's storage values arrive at hydration from any socket, signed
+    in or not. A 2 MB "browser id" and a 100 kB reviewer name are not kept in the tab's state
+    (so not in memory, not in the saved states, not echoed back): the id becomes a fresh UUID, the
+    name anonymous, and the tab still works."""
+    c = WsClient(server.url, session="", browser_id="b" * 2_000_000, reviewer="r" * 100_000)
+    await c.connect()
+    try:
+        await c.hydrate("/sign-in")
+        await c.round_trip()
+        stored = c.session
+        assert len(str(stored.get("browser_id", ""))) <= 36, len(str(stored.get("browser_id", "")))
+        assert len(str(stored.get("reviewer", ""))) <= 40, len(str(stored.get("reviewer", "")))
+        assert c.connected
     finally:
         await c.close()

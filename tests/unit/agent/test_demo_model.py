@@ -317,3 +317,16 @@ def test_pace_after_a_stall_sends_at_most_a_quarter_second_of_tokens_at_once():
 def test_unpaced_never_waits():
     pace = _Pace(0, _Clock())
     assert [pace.next_wait() for _ in range(3)] == [0.0, 0.0, 0.0]
+
+
+def test_summary_says_the_policy_rejected_a_card_whose_sibling_s_deadline_passed(model):
+    """Issue 23: a card without a deadline, rejected because card 3's deadline passed, is not "the reviewer rejected it"."""
+    from hitl_app.review.desk_policy import policy_rejection
+
+    c = _call("send_email", {"to": "a@example.com", "subject": "s", "body": "b"}, "c1")
+    message = policy_rejection(tool="send_email", card=0, deadline_card=2, deadline_s=60)
+    tm = _answer_message(c, {"type": "reject", "message": message})
+    assert _summary(model, [c], [tm]).replace("\\", "") == (  # markdown-escaped parentheses
+        "The email to a@example.com did not happen: rejected by the policy: the deadline of card 3 passed "
+        "(1 min without a decision)."
+    )

@@ -8,13 +8,12 @@ import pytest
 
 from hitl_app.agent.policy import (
     DEFAULT_POLICY,
-    REVIEW_NEED_KEY,
     PolicyError,
     PolicyRule,
-    ReviewNeedMemo,
     interrupt_on_from_policy,
     load_policy_toml,
 )
+from hitl_app.agent.review_need import REVIEW_NEED_KEY, ReviewNeedMemo
 from hitl_app.agent.sql_guard import is_read_only_sql
 
 

@@ -67,10 +67,10 @@ def test_example_refund_refuses_nan_and_infinity(tmp_path, monkeypatch) -> None:
 
 
 def test_internal_run_error_shows_a_log_id_not_its_details(caplog: pytest.LogCaptureFixture) -> None:
-    from hitl_app.threads.errors import describe_run_error
+    from hitl_app.runs.errors import describe_run_error
 
     exc = RuntimeError("(psycopg.OperationalError) connection to server at db.internal (10.0.0.5), user hitl_admin failed")
-    with caplog.at_level(logging.ERROR, logger="hitl_app.threads.errors"):
+    with caplog.at_level(logging.ERROR, logger="hitl_app.runs.errors"):
         text = describe_run_error(exc)
     assert "db.internal" not in text and "hitl_admin" not in text
     assert "Press Retry" in text
@@ -81,7 +81,7 @@ def test_internal_run_error_shows_a_log_id_not_its_details(caplog: pytest.LogCap
 
 
 def test_stored_internal_error_text_is_generic_too() -> None:
-    from hitl_app.threads.errors import describe_error_text
+    from hitl_app.runs.errors import describe_error_text
 
     text = describe_error_text("OperationalError('could not connect to server at 10.0.0.5 as hitl_admin')")
     assert "10.0.0.5" not in text and "hitl_admin" not in text

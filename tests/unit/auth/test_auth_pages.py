@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hitl_app.ui import auth_pages
+from hitl_app.ui.pages import auth as auth_pages
 
 
 def test_sign_in_page_posts_to_the_auth_routes_with_the_test_ids():

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from hitl_app.review import draft
 from hitl_app.review.types import ApproveDecision, EditDecision, RejectDecision, RespondDecision, decision_payload
-from hitl_app.review.waiting import overtaken_note
-from hitl_app.ui.rows import CardRow
+from hitl_app.ui import review_text
+from hitl_app.ui.cards.card_rows import CardRow
+from hitl_app.ui.review_text import overtaken_note
 
 ALL = ["approve", "edit", "reject", "respond"]
 
@@ -45,15 +46,21 @@ def test_the_chip_says_an_open_or_unchecked_edit_is_not_decided_as_the_counter_d
     editing = card(0, "edit", editing=True)
     refused = card(1, "edit", editing=True, edit_error="`to` is required")
     checked, answered, blank = card(2, "edit"), card(3, "respond", answer="blue"), card(4, "respond")
-    assert draft.choice_chip(editing) == ("editing: not checked", False)
-    assert draft.choice_chip(refused) == ("edit: check failed", False)  # QA: it said "not checked"
-    assert draft.choice_chip(checked) == ("edit", True)
-    assert draft.choice_chip(answered) == ("respond", True)
-    assert draft.choice_chip(blank) == ("respond: no answer yet", False)
-    assert draft.choice_chip(card(5, "approve")) == ("approve", True)
-    assert draft.choice_chip(card(6)) == ("", False)
+    assert review_text.choice_chip(editing) == ("editing: not checked", False)
+    assert review_text.choice_chip(refused) == ("edit: check failed", False)  # QA: it said "not checked"
+    assert review_text.choice_chip(checked) == ("edit", True)
+    assert review_text.choice_chip(answered) == ("respond", True)
+    assert review_text.choice_chip(blank) == ("respond: no answer yet", False)
+    assert review_text.choice_chip(card(5, "approve")) == ("approve", True)
+    assert review_text.choice_chip(card(6)) == ("", False)
     cards = [editing, refused, checked, answered, blank]
-    assert draft.decided_count(cards) == sum(draft.choice_chip(c)[1] for c in cards) == 2
+    assert draft.decided_count(cards) == sum(review_text.choice_chip(c)[1] for c in cards) == 2
+
+
+def test_the_chip_of_a_servers_question_names_the_answer_the_server_hears():
+    assert review_text.choice_chip(card(0, "edit", question=True)) == ("accept", True)
+    assert review_text.choice_chip(card(1, "reject", question=True)) == ("decline", True)
+    assert review_text.choice_chip(card(2, "reject", question=True, reject_cancel=True)) == ("cancel", True)
 
 
 def test_counter_and_all_decided():
@@ -76,8 +83,10 @@ def test_approve_all_is_offered_only_when_every_untouched_card_allows_approve():
 
 
 def test_label_says_the_rest_once_something_was_picked():
-    assert draft.approve_rest_label([card(0), card(1)]) == "Approve all"
-    assert draft.approve_rest_label([card(0, "reject"), card(1)]) == "Approve the rest"
+    assert review_text.approve_rest_label([card(0), card(1)]) == "Approve all"
+    assert review_text.approve_rest_label([card(0, "reject"), card(1)]) == "Approve the rest"
+    # an edit opened (or left open) is no decision yet: still "Approve all" (QA C10)
+    assert review_text.approve_rest_label([card(0, "edit", editing=True), card(1)]) == "Approve all"
 
 
 def test_approve_the_rest_fills_only_untouched_cards_that_allow_approve():
@@ -96,7 +105,7 @@ def test_approve_the_rest_stops_at_an_unfinished_edit():
     assert draft.open_edit([card(0), card(1, "edit", editing=True)], {}).index == 1
     assert draft.open_edit([card(0, "edit")], {}).index == 0, "an edit without checked arguments is not finished"
     assert draft.open_edit([card(0, "edit"), card(1)], {0: {"to": "a@example.com"}}) is None
-    assert "Finish this edit" in draft.FINISH_EDIT
+    assert "Finish this edit" in review_text.FINISH_EDIT
 
 
 def test_decisions_are_typed_in_card_order_and_leave_out_undecided_cards():
@@ -138,7 +147,7 @@ def test_a_respond_without_an_answer_is_named_before_anything_is_sent():
     cards = [card(0, "approve"), card(1, "respond", answer=" ", tool_name="ask_user")]
     gap = draft.unanswered(cards)
     assert gap is not None and gap.index == 1
-    assert draft.unanswered_message(gap) == "Write an answer for ask_user before submitting."
+    assert review_text.unanswered_message(gap) == "Write an answer for ask_user before submitting."
     assert draft.unanswered([card(0, "respond", answer="blue")]) is None
 
 
@@ -161,82 +170,88 @@ def test_partial_submit_batch_counts_cards_decided_by_others_and_submits_only_wh
         card(2, standing="waiting", allowed=["reject"], tool_name="delete_file"),
     ]
     assert draft.decided_count(cards) == 2
-    assert draft.summary(cards) == "2 of 3 decided · 1 waiting for a reviewer"  # no reviewer acted yet
-    assert draft.submit_label(cards) == "" and not draft.all_decided(cards)
-    assert draft.nothing_left_note(cards) == draft.WITHDRAW_NOTE
+    assert review_text.summary(cards) == "2 of 3 decided · 1 waiting for a reviewer"  # no reviewer acted yet
+    assert review_text.submit_label(cards) == "" and not draft.all_decided(cards)
+    assert review_text.nothing_left_note(cards) == review_text.WITHDRAW_NOTE
     assert not draft.offers_approve_rest(cards) and draft.approve_rest(cards) == []
     # Mo withdraws the delete after all: that card is Mo's to submit
     cards[2].choice = "reject"
-    assert draft.submit_label(cards) == "Submit 1 decision" and draft.all_decided(cards)
-    assert draft.summary(cards) == "3 of 3 decided" and draft.nothing_left_note(cards) == ""
+    assert review_text.submit_label(cards) == "Submit 1 decision" and draft.all_decided(cards)
+    assert review_text.summary(cards) == "3 of 3 decided" and review_text.nothing_left_note(cards) == ""
     assert draft.to_entries(cards, {})[:2] == [None, None]
 
 
 def test_the_reviewer_who_gave_the_first_of_two_approvals_is_waiting_not_undecided():
-    cards = [card(0, standing="waiting", allowed=["reject"], tool_name="transfer_funds", yours=True)]
-    assert draft.summary(cards) == "0 of 1 decided · 1 waiting for another reviewer"  # their approval is in
-    assert draft.nothing_left_note(cards) == draft.WITHDRAW_NOTE.replace("a reviewer", "another reviewer")
-    assert draft.submit_label(cards) == ""
+    cards = [card(0, standing="waiting", allowed=["reject"], tool_name="transfer_funds", my_decision_in=True)]
+    assert review_text.summary(cards) == "0 of 1 decided · 1 waiting for another reviewer"  # their approval is in
+    assert review_text.nothing_left_note(cards) == review_text.WITHDRAW_NOTE.replace("a reviewer", "another reviewer")
+    assert review_text.submit_label(cards) == ""
     cards = [card(0, standing="waiting", allowed=[], tool_name="transfer_funds")]
-    assert draft.summary(cards) == "0 of 1 decided · 1 waiting for a reviewer"
-    assert draft.nothing_left_note(cards) == draft.WAITING_NOTE
+    assert review_text.summary(cards) == "0 of 1 decided · 1 waiting for a reviewer"
+    assert review_text.nothing_left_note(cards) == review_text.WAITING_NOTE
 
 
 def test_submit_counts_the_choices_made_on_the_cards_this_person_can_still_decide():
     cards = [card(0, standing="complete", allowed=[]), card(1, "approve"), card(2), card(3, standing="waiting", allowed=[])]
-    assert draft.submit_label(cards) == "Submit 1 decision"  # the choices made (C5: not yet enabled)
-    assert draft.summary(cards) == "2 of 4 decided · 1 waiting for a reviewer"
+    assert review_text.submit_label(cards) == "Submit 1 decision"  # the choices made (C5: not yet enabled)
+    assert review_text.summary(cards) == "2 of 4 decided · 1 waiting for a reviewer"
     assert not draft.all_decided(cards) and draft.approve_rest(cards) == [2]
     cards[2].choice = "reject"
-    assert draft.submit_label(cards) == "Submit 2 decisions"
-    assert draft.all_decided(cards) and draft.nothing_left_note(cards) == ""
-    assert draft.nothing_left_note([card(0, standing="complete", allowed=[])]) == "Every card is decided; the agent goes on."
-    assert draft.submit_label([card(0)]) == "Submit"
-    assert draft.submit_label([card(0, "approve")]) == "Submit 1 decision"
+    assert review_text.submit_label(cards) == "Submit 2 decisions"
+    assert draft.all_decided(cards) and review_text.nothing_left_note(cards) == ""
+    assert review_text.nothing_left_note([card(0, standing="complete", allowed=[])]) == (
+        "Every card is decided; the agent goes on."
+    )
+    assert review_text.submit_label([card(0)]) == "Submit"
+    assert review_text.submit_label([card(0, "approve")]) == "Submit 1 decision"
 
 
 # ---- the composer line: what is left for this person ------------------------------------------
 
 def shared(index: int, standing: str, **fields) -> CardRow:
-    return card(index, allowed=["approve", "reject"], standing=standing, others=fields.pop("others", "a reviewer"), **fields)
+    others = fields.pop("others_who_decide", "a reviewer")
+    return card(index, allowed=["approve", "reject"], standing=standing, others_who_decide=others, **fields)
 
 
 def test_the_composer_line_says_decide_every_card_only_when_every_open_card_is_yours():
-    assert draft.composer_line([shared(0, "open"), shared(1, "open")]) == draft.DECIDE_ALL
-    assert draft.composer_line([shared(0, "open"), shared(1, "waiting", remaining=2)]) == (
+    assert review_text.composer_line([shared(0, "open"), shared(1, "open")]) == review_text.DECIDE_ALL
+    assert review_text.composer_line([shared(0, "open"), shared(1, "waiting", remaining=2)]) == (
         "Decide your 1 card above, then submit; 1 more waits for a reviewer."
     )
-    assert draft.composer_line([]) == ""
+    assert review_text.composer_line([]) == ""
 
 
 def test_the_composer_line_says_whom_it_waits_for_when_nothing_is_yours():
-    assert draft.composer_line([shared(0, "waiting", remaining=2)]) == (
+    assert review_text.composer_line([shared(0, "waiting", remaining=2)]) == (
         "Waiting for a reviewer to decide (2 approvals still needed); nothing here is yours to approve."
     )
-    after_mine = [shared(0, "complete", yours=True), shared(1, "waiting", remaining=1)]
-    assert draft.composer_line(after_mine) == "Your decisions are in; waiting for 1 more approval from a reviewer."
-    my_approval_in = [shared(0, "waiting", remaining=1, yours=True, others="")]
-    assert draft.composer_line(my_approval_in) == "Your decisions are in; waiting for 1 more approval from another reviewer."
-    assert draft.composer_line([shared(0, "complete")]) == "Every card is decided; the agent goes on."
+    after_mine = [shared(0, "complete", my_decision_in=True), shared(1, "waiting", remaining=1)]
+    assert review_text.composer_line(after_mine) == "Your decisions are in; waiting for 1 more approval from a reviewer."
+    my_approval_in = [shared(0, "waiting", remaining=1, my_decision_in=True, others_who_decide="")]
+    assert review_text.composer_line(my_approval_in) == (
+        "Your decisions are in; waiting for 1 more approval from another reviewer."
+    )
+    assert review_text.composer_line([shared(0, "complete")]) == "Every card is decided; the agent goes on."
 
 
 def test_the_composer_line_says_answer_when_what_waits_is_a_question():
     # QA: "waiting for 1 more approval from Max" where Max's question waits
     def question(index: int) -> CardRow:
-        return card(index, allowed=[], asks=False, standing="waiting", others="Max")
+        return card(index, allowed=[], asks_approval=False, standing="waiting", others_who_decide="Max")
 
-    mine_in = [shared(0, "complete", yours=True), question(1)]
-    assert draft.composer_line(mine_in) == "Your decisions are in; waiting for 1 more answer from Max."
-    mixed = [shared(0, "complete", yours=True), question(1), shared(2, "waiting", remaining=1)]
-    assert draft.composer_line(mixed) == "Your decisions are in; waiting for 2 more decisions from Max or a reviewer."
-    assert draft.composer_line([question(0)]) == (
+    mine_in = [shared(0, "complete", my_decision_in=True), question(1)]
+    assert review_text.composer_line(mine_in) == "Your decisions are in; waiting for 1 more answer from Max."
+    mixed = [shared(0, "complete", my_decision_in=True), question(1), shared(2, "waiting", remaining=1)]
+    assert review_text.composer_line(mixed) == "Your decisions are in; waiting for 2 more decisions from Max or a reviewer."
+    assert review_text.composer_line([question(0)]) == (
         "Waiting for Max to decide (1 answer still needed); nothing here is yours to decide."
     )
 
 
 def test_what_is_kept_of_each_choice_until_submit():
     assert draft.kept_choice(card(0, "approve"), {}) == {"choice": "approve"}
-    assert draft.kept_choice(card(0, "reject", reason="not him"), {}) == {"choice": "reject", "reason": "not him"}
+    assert draft.kept_choice(card(0, "reject", reason="not him"), {}) == {"choice": "reject", "reason": "not him",
+                                                                           "stop": False, "cancel": False}
     assert draft.kept_choice(card(0, "respond", answer="blue"), {}) == {"choice": "respond", "answer": "blue"}
     assert draft.kept_choice(card(0, "edit"), {0: {"to": "b@x.org"}}) == {"choice": "edit", "args": {"to": "b@x.org"}}
     assert draft.kept_choice(card(0, "edit", editing=True), {0: {"to": "b@x.org"}}) is None  # still editing

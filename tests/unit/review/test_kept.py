@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hitl_app.review import kept
 from hitl_app.review.types import MAX_EDIT_JSON_CHARS
-from hitl_app.ui.rows import CardRow
+from hitl_app.ui.cards.card_rows import CardRow
 
 OFFERED = ["call:24", "thread:24", "person:1", "person:24"]
 

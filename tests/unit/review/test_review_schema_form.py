@@ -9,15 +9,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from hitl_app.review.form_rows import NONE_OPTION, form_rows
-from hitl_app.review.schema_form import (
-    SchemaError,
-    add_item,
-    args_from_form,
-    field_at,
-    fields_from_schema,
-    remove_item,
-    set_value,
-)
+from hitl_app.review.schema_fields import SchemaError, fields_from_schema
+from hitl_app.review.schema_form import add_item, args_from_form, field_at, remove_item, set_value
 
 
 class Priority(str, Enum):  # noqa: UP042 - models written for Python < 3.11 use (str, Enum); the form must read them

@@ -77,3 +77,19 @@ def test_the_resume_value_and_the_audit_fields_come_from_the_typed_decisions():
 def test_an_interrupt_is_described_in_one_short_line():
     assert describe_interrupt("  Which\ncolour? ") == "Which colour?"
     assert len(describe_interrupt({"x": "y" * 500})) == 200
+
+
+def test_a_review_configs_args_schema_gives_the_card_its_form():
+    """A deployment whose interrupt brings the arguments' schema in its review config (LangChain's
+    ``ReviewConfig.args_schema``) gets the schema form; one without it keeps the JSON editor only."""
+    schema = {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
+    value = {
+        "action_requests": [{"name": "send_email", "args": {"to": "a@b.c"}}, {"name": "delete_file", "args": {"path": "x"}}],
+        "review_configs": [
+            {"action_name": "send_email", "allowed_decisions": ["approve", "edit"], "args_schema": schema},
+            {"action_name": "delete_file", "allowed_decisions": ["approve"]},
+        ],
+    }
+    request = parse_hitl_request(value)
+    assert request is not None
+    assert [a.args_schema for a in request.action_requests] == [schema, None]

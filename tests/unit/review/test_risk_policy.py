@@ -13,7 +13,8 @@ from hitl_app.review.risk_policy import (
     parse_tool_risk,
     risks_by_tool,
 )
-from hitl_app.ui.rows import CardRow
+from hitl_app.ui import review_text
+from hitl_app.ui.cards.card_rows import CardRow
 
 
 def test_risk_and_note_are_read_and_checked():
@@ -48,5 +49,5 @@ def test_high_risk_cards_are_never_approved_in_bulk():
     assert not draft.offers_approve_rest(cards)
     assert draft.approve_rest(cards) == [0]
     cards[1] = _card(1, "reject", risk="high")  # decided on its own: the rest may be approved
-    assert draft.offers_approve_rest(cards) and draft.approve_rest_label(cards) == "Approve the rest"
+    assert draft.offers_approve_rest(cards) and review_text.approve_rest_label(cards) == "Approve the rest"
     assert draft.offers_approve_rest([_card(0, risk="medium")])

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 from hitl_app.review import (
     MAX_EDIT_JSON_CHARS,
     ActionRequest,
+    ApproveDecision,
     EditDecision,
     PendingReview,
     RejectDecision,
@@ -15,6 +16,7 @@ from hitl_app.review import (
     ReviewError,
     resume_value,
 )
+from hitl_app.review.types import CANCEL_NOTE
 from hitl_app.review.validate import parse_args_json, pydantic_args_validator, validate_submission
 
 
@@ -141,3 +143,24 @@ def test_parse_args_json_errors_say_where():
     with pytest.raises(ReviewError) as info:
         parse_args_json(" " * (MAX_EDIT_JSON_CHARS + 1))
     assert info.value.code == "too_large"
+
+
+def test_an_edit_that_changed_nothing_counts_as_an_approval_where_the_card_allows_one():
+    """QA: opening the editor and submitting without a change was recorded (and told to the model)
+    as an edit; it is an approval. A card that allows no approval keeps the edit."""
+    unchanged = {"type": "edit", "edited_action": {"name": "send_email", "args": dict(EMAIL)}}
+    out = validate_submission(review(), "i1", [unchanged, {"type": "approve"}], VALIDATORS)
+    assert isinstance(out[0], ApproveDecision)
+    edit_only = review(("send_email", EMAIL, ("edit", "reject")))
+    kept = validate_submission(edit_only, "i1", [{"type": "approve"}, {"type": "approve"}, unchanged], VALIDATORS)
+    assert isinstance(kept[2], EditDecision)
+
+
+def test_cancel_answers_only_a_servers_question():
+    error = refused([{"type": "approve"}, {"type": "reject", "cancel": True}])
+    assert error.code == "not_allowed" and error.card_index == 1
+    assert str(error) == "Cancel answers an MCP server's question; delete_file is a tool call: reject it instead."
+    question = review(("notes__clear_notes:question", {"confirm": False}, ("edit", "reject")))
+    out = validate_submission(question, "i1", [{"type": "approve"}, {"type": "reject"}, {"type": "reject", "cancel": True}],
+                              VALIDATORS)
+    assert resume_value(out)["decisions"][2] == {"type": "reject", "message": CANCEL_NOTE}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from hitl_app.ui.admin_state import expires_text
+from hitl_app.ui.state.admin import expires_text
 
 NOW = datetime(2026, 12, 1, 14, 50, tzinfo=UTC)
 

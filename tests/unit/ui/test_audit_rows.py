@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hitl_app.store.audit import AuditRow
-from hitl_app.ui.audit_state import shown_rows
+from hitl_app.ui.state.audit import shown_rows
 
 
 def _row(waited: float) -> AuditRow:

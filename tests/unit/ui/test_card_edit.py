@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from hitl_app.review.types import MAX_EDIT_JSON_CHARS
 from hitl_app.ui import card_edit
-from hitl_app.ui.rows import CardRow
+from hitl_app.ui.cards.card_rows import CardRow
 
 
 class Line(BaseModel):
@@ -35,7 +35,7 @@ def _card() -> CardRow:
 
 def test_form_rows_follow_the_schema_typed_enum_required_nested():
     card = _card()
-    card_edit.show(card, dict(PROPOSED), PROPOSED, bump=True)
+    card_edit.show_draft(card, dict(PROPOSED), PROPOSED, bump=True)
     rows = {r.path: r for r in card.form}
     assert list(rows) == ["to", "speed", "weight", "lines", "lines.0", "lines.0.sku", "lines.0.qty"]
     assert rows["speed"].kind == "enum" and rows["speed"].options == ["", "slow", "fast"]
@@ -83,12 +83,12 @@ def test_a_tool_without_a_schema_is_edited_as_json_only():
     assert card_edit.finish_problem(card, draft) == ({"a": 2, "b": [1]}, "")
 
 
-def test_plain_unwraps_proxies_into_dicts_and_lists():
+def test_unproxied_unwraps_proxies_into_dicts_and_lists():
     class Proxy:
         def __init__(self, wrapped):
             self.__wrapped__ = wrapped
 
-    value = card_edit.plain(Proxy({"a": Proxy([Proxy({"b": 1})]), 2: (3,)}))
+    value = card_edit.unproxied(Proxy({"a": Proxy([Proxy({"b": 1})]), 2: (3,)}))
     assert value == {"a": [{"b": 1}], "2": [3]} and type(value["a"][0]) is dict
 
 

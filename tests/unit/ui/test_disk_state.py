@@ -14,7 +14,7 @@ import pytest
 from reflex.istate.manager.disk import StateManagerDisk
 from reflex.istate.manager.memory import StateManagerMemory
 
-from hitl_app.ui.disk_state import pace_disk_purge
+from hitl_app.ui.state.disk import pace_disk_purge
 
 
 class FakeClock:

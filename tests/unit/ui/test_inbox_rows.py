@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from hitl_app.ui.inbox_state import ARGS_CHARS, args_text, waited_text
+from hitl_app.ui.state.inbox import ARGS_CHARS, args_text, waited_text
 
 
 def test_waited_text_in_short_words():
-    assert waited_text(0) == "just now"
-    assert waited_text(59) == "just now"
+    # the card's words (assets/waited.js waitedLabel), so the inbox and the card agree (QA C6)
+    assert waited_text(0) == "0 s"
+    assert waited_text(53.9) == "53 s"
     assert waited_text(4 * 60 + 30) == "4 min"
-    assert waited_text(2 * 3600) == "2 h"
+    assert waited_text(2 * 3600) == "2 h 0 min"
     assert waited_text(2 * 3600 + 5 * 60) == "2 h 5 min"
-    assert waited_text(26 * 3600) == "1 day"
+    assert waited_text(26 * 3600) == "26 h 0 min"
     assert waited_text(3 * 86400) == "3 days"
 
 

@@ -6,7 +6,8 @@ import json
 
 from hitl_app.review.types import ActionRequest, PendingReview, ReviewConfig
 from hitl_app.threads.views import MessageView, ToolCallView
-from hitl_app.ui.rows import card_rows, json_type, message_rows
+from hitl_app.ui.cards.card_rows import card_rows, json_type
+from hitl_app.ui.rows import message_rows
 
 
 def _review(args: dict) -> PendingReview:
@@ -77,3 +78,15 @@ def test_an_edit_in_the_thread_says_what_changed():
         "c2", "send_email", "approve", "Dana", when, 5.0, None, args_proposed={"to": "a"}, args_executed={"to": "a"}
     )
     assert audit_line(approved) == "approved by Dana, 14:03 UTC, waited 5 s"
+    rejected = AuditEntry("c3", "delete_file", "reject", "Dana", when, 5.0, "keep it,\n we need it")
+    assert audit_line(rejected) == "rejected by Dana: “keep it, we need it” · 14:03 UTC, waited 5 s"  # QA C5: the reason
+
+
+def test_a_question_card_shows_its_question_once_other_cards_every_argument():
+    """QA C3: "Question for you: which region?" is not repeated in a ``question`` row."""
+    from hitl_app.ui.cards.card_rows import _arg_rows
+
+    asked = _arg_rows({"question": "which region?"}, "Question for you: which region?", ["respond"])
+    assert asked == []
+    mail = _arg_rows({"to": "a@example.com"}, "Send an email to a@example.com", ["approve", "reject"])
+    assert [r.key for r in mail] == ["to"]  # C13: every argument of a card that asks for approval

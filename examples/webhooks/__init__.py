@@ -1,0 +1,1 @@
+"""A webhook receiver that checks hitl_app's signatures (``receiver.py``)."""

@@ -1,0 +1,1 @@
+"""Finding reviewers: the inbox of waiting cards, reminder mails and review metrics."""

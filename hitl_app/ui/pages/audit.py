@@ -1,0 +1,173 @@
+"""The audit page: a table of decisions with filters and CSV/JSON export buttons."""
+
+# Tested by: tests/e2e/test_audit.py
+
+from __future__ import annotations
+
+import reflex as rx
+
+from hitl_app.store.audit import AuditRow
+from hitl_app.ui import theme
+from hitl_app.ui.components.user_menu import user_menu
+from hitl_app.ui.state.audit import NO_KEY, AuditState
+
+_JSON_STYLE = {
+    "fontFamily": theme.MONO,
+    "fontSize": "12px",
+    "whiteSpace": "pre-wrap",
+    "wordBreak": "break-word",
+    "overflowWrap": "anywhere",
+    "margin": "0",
+    "padding": "4px 6px",
+    "borderRadius": "6px",
+    "background": "var(--gray-3)",
+}
+"""Arguments as JSON: monospace, wrapped between words (a long value still wraps inside itself)."""
+JSON_COLUMN_WIDTH = "180px"
+"""Minimum width of the Proposed and Executed columns: the table scrolls sideways in its box
+instead of squeezing them."""
+
+
+def _json(text) -> rx.Component:
+    return rx.cond(text != "", rx.el.pre(text, style=_JSON_STYLE), rx.text("—", size="1", color=theme.MUTED))
+
+
+def _row(row: AuditRow) -> rx.Component:
+    return rx.table.row(
+        rx.table.cell(
+            rx.text(
+                row.decided_at.replace("T", " ").replace("+00:00", ""), size="1", title=row.decided_at,
+                style={"whiteSpace": "nowrap"}
+            ),
+            data_testid="audit-when",
+        ),
+        rx.table.cell(
+            rx.link(row.thread_title, href="/thread/" + row.thread_id, size="2", title=row.thread_title, style=_CLAMP),
+            min_width="120px", max_width="180px"
+        ),
+        rx.table.cell(rx.code(row.tool_name, style={"whiteSpace": "nowrap"})),
+        rx.table.cell(rx.badge(row.decision_type)),
+        rx.table.cell(  # who, and under it how it arrived (a column of its own squeezed the arguments' ones)
+            rx.text(row.reviewer, size="2", style=theme.WRAP),
+            rx.text("via ", rx.el.span(row.via_label, data_testid="audit-via"), size="1", color=theme.MUTED,
+                    style={"whiteSpace": "nowrap"}),
+            min_width="110px", max_width="220px",
+        ),
+        rx.table.cell(rx.text(row.waited, size="1", title=row.waited_seconds.to_string() + " s", style={"whiteSpace": "nowrap"}),
+                      data_testid="audit-waited"),
+        rx.table.cell(_json(row.args_proposed), min_width=JSON_COLUMN_WIDTH, data_testid="audit-proposed"),
+        rx.table.cell(_json(row.args_executed), min_width=JSON_COLUMN_WIDTH, data_testid="audit-executed"),
+        # wraps inside its column (QA M4: a long "approved by grant ..." line made rows wider than the page)
+        rx.table.cell(rx.text(row.message, size="1", style={"overflowWrap": "anywhere"}), min_width="160px", max_width="280px",
+                      data_testid="audit-message"),
+        custom_attrs={
+            "data-testid": "audit-row",
+            "data-thread-id": row.thread_id,
+            "data-tool": row.tool_name,
+            "data-decision": row.decision_type,
+            "data-reviewer": row.reviewer,
+            "data-via": row.via,
+        },
+    )
+
+
+_CLAMP = {
+    "display": "-webkit-box", "WebkitLineClamp": "2", "WebkitBoxOrient": "vertical", "overflow": "hidden",
+    "overflowWrap": "anywhere"
+}
+"""A thread title in the table: at most two lines, then cut."""
+
+
+def _filter(label: str, options, value, on_change, testid: str) -> rx.Component:
+    """A labelled native select; ``options`` is a list of ``[value, label]`` pairs."""
+    return rx.vstack(
+        rx.text(label, size="1", weight="medium"),
+        rx.el.select(
+            rx.foreach(options, lambda o: rx.el.option(o[1], value=o[0])),
+            value=value,
+            on_change=on_change,
+            data_testid=testid,
+            aria_label=label,
+            style={"padding": "4px 6px", "borderRadius": "6px", "border": "1px solid var(--gray-7)", "maxWidth": "320px"},
+        ),
+        spacing="1",
+    )
+
+
+def _table() -> rx.Component:
+    """The decisions, one row each; the table scrolls sideways inside its box (the page itself never does)."""
+    return rx.box(
+        rx.table.root(
+            rx.table.header(
+                rx.table.row(
+                    *[
+                        rx.table.column_header_cell(h, style={"whiteSpace": "nowrap"})
+                        for h in (
+                            "Decided (UTC)", "Thread", "Tool", "Decision", "Reviewer", "Waited", "Proposed", "Executed",
+                            "Message"
+                        )
+                    ]
+                )
+            ),
+            rx.table.body(rx.foreach(AuditState.rows, _row)),
+            width="100%",
+            size="1",
+            style=theme.TABLE_IN_SCROLL_BOX,
+        ),
+        width="100%",
+        max_width="100%",
+        overflow_x="auto",
+        data_testid="audit-table",
+    )
+
+
+def audit_page() -> rx.Component:
+    """All decisions of this browser's threads, newest first."""
+    return rx.vstack(
+        rx.flex(
+            rx.hstack(rx.link("← Chat", href="/", size="2"), rx.heading("Audit trail", size="5"), align="center", spacing="4"),
+            rx.hstack(
+                rx.button("Export CSV", on_click=AuditState.export_csv, variant="soft", data_testid="audit-export-csv"),
+                rx.button("Export JSON", on_click=AuditState.export_json, variant="soft", data_testid="audit-export-json"),
+                rx.cond(
+                    AuditState.signing == "ready",
+                    rx.button(rx.icon("shield-check", size=16), "Signed export", on_click=AuditState.export_signed,
+                              title="The whole audit chain, signed: check it with python -m hitl_app audit verify --export",
+                              data_testid="audit-export-signed"),
+                ),
+                user_menu(), spacing="3", align="center",
+            ),
+            justify="between",
+            align="center",
+            wrap="wrap",
+            gap="3",
+            width="100%",
+        ),
+        rx.hstack(
+            _filter(
+                "Thread", AuditState.thread_choices, AuditState.thread_filter, AuditState.set_thread_filter, "audit-filter-thread"
+            ),
+            _filter("Tool", AuditState.tool_pairs, AuditState.tool_filter, AuditState.set_tool_filter, "audit-filter-tool"),
+            _filter(
+                "Decision", AuditState.decision_pairs, AuditState.decision_filter, AuditState.set_decision_filter,
+                "audit-filter-decision"
+            ),
+            spacing="4",
+            wrap="wrap",
+        ),
+        rx.cond(AuditState.error != "", rx.callout(AuditState.error, color_scheme="red", icon="triangle-alert")),
+        rx.cond(AuditState.signing == "no_key", rx.callout(NO_KEY, icon="info", size="1",
+                                                           data_testid="audit-no-key")),
+        rx.text(AuditState.count_label, size="2", data_testid="audit-count"),
+        _table(),
+        rx.cond(
+            AuditState.more,
+            rx.button("Show more", on_click=AuditState.show_more, variant="soft", data_testid="audit-show-more"),
+        ),
+        padding=["16px", "16px", "24px"],
+        width="100%",
+        max_width="100vw",
+        min_width="0",
+        spacing="4",
+        box_sizing="border-box",
+    )
