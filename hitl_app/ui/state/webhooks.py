@@ -80,6 +80,16 @@ class WebhooksState(SessionState):
             return None
         return who
 
+    def _an_endpoint_id(self, endpoint_id: object) -> bool:
+        """An endpoint button's first step (rotate, delete), after the admin check: clears the last
+        message and shown secret; False, with "No such endpoint.", when ``endpoint_id`` is no id."""
+        self.message = self.error = ""
+        self.secret_shown = False
+        if isinstance(endpoint_id, bool) or not isinstance(endpoint_id, int):
+            self.error = "No such endpoint."
+            return False
+        return True
+
     def _leave(self):
         return sign_in_redirect() if not self.user_name else rx.redirect("/")
 
@@ -184,10 +194,7 @@ class WebhooksState(SessionState):
         """Give an endpoint a new secret (asked first on the page); shown once, every try from now on is signed with it."""
         if await self._admin() is None:
             return self._leave()
-        self.message = self.error = ""
-        self.secret_shown = False
-        if isinstance(endpoint_id, bool) or not isinstance(endpoint_id, int):
-            self.error = "No such endpoint."
+        if not self._an_endpoint_id(endpoint_id):
             return None
         async with _session() as s:
             secret = await store.rotate_secret(session=s, endpoint_id=endpoint_id)
@@ -205,10 +212,7 @@ class WebhooksState(SessionState):
         """Remove an endpoint (asked first on the page); what was not sent to it yet is marked failed, the log stays."""
         if await self._admin() is None:
             return self._leave()
-        self.message = self.error = ""
-        self.secret_shown = False
-        if isinstance(endpoint_id, bool) or not isinstance(endpoint_id, int):
-            self.error = "No such endpoint."
+        if not self._an_endpoint_id(endpoint_id):
             return None
         async with _session() as s:
             found = await store.delete_endpoint(session=s, endpoint_id=endpoint_id)
