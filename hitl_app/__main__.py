@@ -172,7 +172,7 @@ async def _tell_open_tabs(account_id: int) -> str:
         return f"open tabs follow within {settings.inbox_refresh_seconds:g} s (at once when the app runs with Redis)"
     from hitl_app.bus.redis_bus import RedisRunBus
 
-    bus = RedisRunBus(settings.redis_url)
+    bus = RedisRunBus(settings.redis_url, prefix=settings.redis_prefix)
     try:
         # no policy key here (this process reads no policy): every open inbox re-reads once, its person's tabs with it
         await bus.reviews.announce(Audience(owner_id=str(account_id), policy="-"))

@@ -117,7 +117,7 @@ def make_bus(settings: Settings) -> RunBus:
     if settings.redis_url:
         from hitl_app.bus.redis_bus import RedisRunBus
 
-        return RedisRunBus(settings.redis_url)
+        return RedisRunBus(settings.redis_url, prefix=settings.redis_prefix)
     return LocalRunBus()
 
 

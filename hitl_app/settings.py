@@ -146,6 +146,10 @@ class Settings(BaseSettings):
     model_max_retries: int | None = Field(default=None, ge=0, le=20, alias="HITL_MODEL_MAX_RETRIES")
     db_pool_size: int = Field(default=10, ge=1, le=200, alias="HITL_DB_POOL_SIZE")
     redis_url: str | None = Field(default=None, validation_alias=AliasChoices("HITL_REDIS_URL", "REFLEX_REDIS_URL"))
+    redis_prefix: str = Field(default="hitl:", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$",
+                              alias="HITL_REDIS_PREFIX")
+    """The prefix of the run bus's Redis keys and channels: two deployments on one Redis each need
+    their own (their review signals name accounts by id, which two databases share)."""
     session_hours: float = Field(default=168.0, gt=0, le=24 * 366, alias="HITL_SESSION_HOURS")
     session_max_days: float = Field(default=30.0, gt=0, le=366, alias="HITL_SESSION_MAX_DAYS")
     signin_max_failures: int = Field(default=5, ge=1, le=1000, alias="HITL_SIGNIN_MAX_FAILURES")

@@ -32,6 +32,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -193,6 +194,9 @@ class AppServer:
             "HITL_DATA_DIR": str(self.data_dir),
             "HITL_DEMO_WPS": "0",
             "GUNICORN_CMD_ARGS": "--graceful-timeout 5",  # as `make run`: stop in seconds, not 30
+            # its own run bus on a shared Redis: the servers of concurrent tests (xdist) would else hear
+            # each other's review signals, whose account ids their databases share
+            "HITL_REDIS_PREFIX": f"t{uuid.uuid4().hex[:10]}:",
             **(env or {}),
         }
         self.port = port or free_port()

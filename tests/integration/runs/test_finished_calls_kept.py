@@ -65,8 +65,10 @@ async def start_five(svc, t: str, seconds: int = 8) -> None:
 
 
 async def wait_for_the_four(svc, t: str) -> None:
-    """Until the four quick calls have finished (their results are pending writes of the step)."""
-    for _ in range(200):
+    """Until the four quick calls have finished (their results are pending writes of the step); a
+    generous deadline, as a loaded CI machine may be slow to run them."""
+    deadline = asyncio.get_running_loop().time() + 120
+    while asyncio.get_running_loop().time() < deadline:
         snapshot = await svc.graph.aget_state(svc.config(t))
         done = [x for x in snapshot.tasks if isinstance(x.result, dict) and x.result.get("messages")]
         if len(done) >= 4:
