@@ -39,6 +39,16 @@ class RunLimits:
         took = duration_text(self.run_timeout_s)
         return f"The run took longer than {took}; it was stopped. Send a new message or press Retry."
 
+    def unconfirmed_resume_text(self) -> str:
+        """What the thread says when a deployed agent had not taken a resume when ``run_timeout_s`` was reached
+        (the request may still reach it, so its decisions stay recorded; see ``RunDriver._stream``)."""
+        took = duration_text(self.run_timeout_s)
+        return (
+            f"The agent deployment did not confirm your decisions within {took}. They may still reach it and be "
+            "carried out, so they stay recorded: reload the thread in a minute to see what happened (if they "
+            "never arrived, the review can be decided again then)."
+        )
+
     def step_limit_text(self) -> str:
         """What the thread says when a run reached ``max_steps``."""
         return f"The agent took more than {self.max_steps} steps; it was stopped. Send a new message to go on."

@@ -252,7 +252,7 @@ class RunDriver:
                 ended_by = None  # a deployed run goes on without this process (a shutdown): it is joined again
                 reply.start()
         except TimeoutError:
-            outcome, ended_by, error = "failed", "time_limit", self.limits.time_limit_text()
+            outcome, ended_by, error = "failed", "time_limit", self._time_limit_text(run, carrying, claims)
             await self._cancel_deployed(thread_id, asked=True)
         except GraphRecursionError:
             outcome, ended_by, error = "failed", "step_limit", self.limits.step_limit_text()
@@ -266,6 +266,16 @@ class RunDriver:
             boundary.drop()
             batcher.flush()
         return outcome, error, ended_by, paused if outcome == "interrupted" else None
+
+    def _time_limit_text(self, run: Any, carrying: str | None, claims: set[str]) -> str:
+        """What the thread says when the time limit ended the run. A resume a deployed agent had not taken
+        yet (``run.sent`` False) may still be on its way and be carried out: its claim stays (taken out of
+        ``claims``, which ``_read_back`` releases) and the thread says so; ``load`` releases a claim no run
+        took once it is stale (``desk/claims.py``, ``STALE_CLAIM_S``)."""
+        if carrying is None or getattr(run, "sent", True) is not False:
+            return self.limits.time_limit_text()
+        claims.discard(carrying)
+        return self.limits.unconfirmed_resume_text()
 
     async def _answer_review(
         self, thread_id: str, config: dict[str, Any], start: int | None, claims: set[str]

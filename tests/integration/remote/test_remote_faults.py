@@ -1,7 +1,9 @@
 """Faults of a deployed agent, against a real ``langgraph dev``: a deployment that answers 5xx to the resume
 records nothing as decided and leaves the review answerable; one that is down gives a plain sentence and
 decides nothing, and when it is back the review is decided once; the app's time and step limits end
-remote runs (the server's run cancelled, every tool call answered)."""
+remote runs (the server's run cancelled, every tool call answered); a slow one (its requests held by the
+proxy until the test lets them through, by events, never by time) leaves the app's own reads working, and
+a resume it takes only after the time limit stays recorded as decided until it is known lost."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import pytest
 from langgraph_sdk import get_client
 from sqlmodel import Session, func, select
 
+from hitl_app.desk import claims as claims_module
 from hitl_app.desk.cards import BrowserPerson
 from hitl_app.errors import ThreadError
 from hitl_app.review import ReviewError
@@ -161,3 +164,104 @@ async def test_a_deployment_that_lost_its_threads(own_deployment, tmp_path):
         assert [m.role for m in view.messages] == ["user", "assistant"] and view.status == "idle"
         assert not view.review_lost and not [s for s in await svc.list_threads(owner=OWNER) if s.review_lost]
     assert not [a for a in own_deployment.actions() if a.get("path") == "lost.txt"]
+
+
+DEADLINE_S = 120  # generous: these tests wait for events, never for a time to pass
+
+
+async def test_a_slow_turn_start_leaves_the_apps_reads_working_and_streams_after(proxy, tmp_path):
+    """A deployment slow to take a turn (its POST .../runs/stream held): meanwhile another thread loads,
+    the thread list answers and the held thread says it is running; once let through, the reply streams
+    to its end."""
+    t, other = str(uuid.uuid4()), str(uuid.uuid4())
+    async with remote_service(proxy.url, tmp_path / "hitl.sqlite") as svc:
+        await svc.start_turn(other, "stream 3 words", owner=OWNER)
+        await svc.wait(other, DEADLINE_S)
+        held = proxy.hold("POST", "/runs/stream")
+        await svc.start_turn(t, "stream 5 words", owner=OWNER)
+        events = svc.subscribe(t)
+        await asyncio.wait_for(held.arrived.wait(), DEADLINE_S)
+        async with asyncio.timeout(DEADLINE_S):  # the app's own reads do not wait for the slow deployment
+            assert await svc.is_running(t)
+            loaded = await svc.load(other, owner=OWNER)
+            assert [m.role for m in loaded.messages] == ["user", "assistant"] and loaded.status == "idle"
+            assert {s.thread_id for s in await svc.list_threads(owner=OWNER)} >= {other}
+            assert (await svc.load(t, owner=OWNER)).pending is None
+        assert held.count == 1 and not held.forwarded.is_set()
+        held.release.set()
+        async with asyncio.timeout(DEADLINE_S):
+            seen = [e async for e in events]
+        await svc.wait(t, DEADLINE_S)
+        assert [e.kind for e in seen if e.kind in ("started", "ended")][-1] == "ended"
+        assert seen[-1].outcome == "finished" and seen[-1].error is None
+        streamed = "".join(e.delta or "" for e in seen if e.kind == "text")
+        view = await svc.load(t, owner=OWNER)
+        assert view.status == "idle" and [m.role for m in view.messages] == ["user", "assistant"]
+        assert streamed.split() == view.messages[-1].text.split() and len(streamed.split()) == 5
+        assert not await svc.is_running(t) and held.client_gone == 0
+
+
+async def held_resume_past_the_time_limit(proxy: FaultProxy, svc: ThreadService, t: str, text: str):
+    """A review of ``t`` approved while the deployment holds its resume, until the app's time limit (3 s)
+    ends the run: (the review, the hold, the run's ``ended`` event)."""
+    review = await pending_of(svc, t, text)
+    held = proxy.hold("POST", "/runs/stream")
+    svc.runs.limits = RunLimits(run_timeout_s=3)
+    events = svc.subscribe(t)
+    await svc.submit_review(t, review.interrupt_id, [{"type": "approve"}], person=PERSON)
+    await asyncio.wait_for(held.arrived.wait(), DEADLINE_S)
+    async with asyncio.timeout(DEADLINE_S):
+        ended = [e async for e in events if e.kind == "ended"]
+    await svc.wait(t, DEADLINE_S)
+    assert ended[0].outcome == "failed" and ended[0].error == RunLimits(run_timeout_s=3).unconfirmed_resume_text()
+    assert not held.forwarded.is_set()  # the deployment has not seen the resume yet
+    return review, held, ended[0]
+
+
+async def test_a_resume_slower_than_the_time_limit_tells_the_truth(proxy, deployment, tmp_path):
+    """A Submit whose resume the deployment takes only after the app's time limit ended the run: the app
+    cannot know whether its decisions reached the server, so it says so and keeps them recorded (the
+    review is not offered again meanwhile). The request does reach the server (as one on the wire reaches
+    a slow server, its client gone) and the approved tool runs there once: the audit has the decision and
+    the thread shows the tool's result. (Before the fix the claim was released at the time limit: the
+    tool ran with no decision recorded, and the card was offered for a second decision.)"""
+    t = str(uuid.uuid4())
+    async with remote_service(proxy.url, tmp_path / "hitl.sqlite") as svc:
+        review, held, _ = await held_resume_past_the_time_limit(proxy, svc, t, "delete slow.txt")
+        assert audit_rows(svc, review.interrupt_id) == 1  # sent, maybe still on its way: recorded
+        view = await svc.load(t, owner=OWNER)
+        assert view.status == "review" and view.pending.interrupt_id == review.interrupt_id  # the server still waits
+        with pytest.raises(ReviewError) as refused:  # not decided a second time while the first may land
+            await svc.submit_review(t, review.interrupt_id, [{"type": "approve"}], person=PERSON)
+        assert refused.value.code == "already_decided" and held.count == 1
+        held.release.set()
+        await asyncio.wait_for(held.forwarded.wait(), DEADLINE_S)  # the server's run streamed to its end
+        assert held.client_gone == 1
+        view = await svc.load(t, owner=OWNER)
+        assert view.status == "idle" and view.pending is None
+        assert [(m.text, m.outcome) for m in view.messages if m.role == "tool"] == [("Deleted slow.txt.", "executed")]
+        assert audit_rows(svc, review.interrupt_id) == 1
+        assert_pairing((await svc.graph.aget_state(svc.config(t))).values["messages"])
+    assert [a for a in deployment.actions() if a.get("path") == "slow.txt"] == [{"kind": "delete_file", "path": "slow.txt"}]
+
+
+async def test_a_resume_lost_after_the_time_limit_leaves_the_review_answerable(proxy, deployment, tmp_path, monkeypatch):
+    """The same, but the held resume never reaches the server: once the claim is stale (no run took it),
+    a load releases it and the review is decided again, once."""
+    t = str(uuid.uuid4())
+    async with remote_service(proxy.url, tmp_path / "hitl.sqlite") as svc:
+        review, held, _ = await held_resume_past_the_time_limit(proxy, svc, t, "delete lost2.txt")
+        held.drop = True
+        held.release.set()
+        await asyncio.wait_for(held.forwarded.wait(), DEADLINE_S)
+        proxy.holds.clear()
+        monkeypatch.setattr(claims_module, "STALE_CLAIM_S", 0.0)  # instead of waiting out its 30 s
+        view = await svc.load(t, owner=OWNER)
+        assert view.status == "review" and view.pending.interrupt_id == review.interrupt_id
+        assert audit_rows(svc, review.interrupt_id) == 0  # released: it never reached the server
+        svc.runs.limits = RunLimits()
+        await svc.submit_review(t, review.interrupt_id, [{"type": "approve"}], person=PERSON)
+        await svc.wait(t, DEADLINE_S)
+        view = await svc.load(t, owner=OWNER)
+        assert view.status == "idle" and audit_rows(svc, review.interrupt_id) == 1
+    assert [a for a in deployment.actions() if a.get("path") == "lost2.txt"] == [{"kind": "delete_file", "path": "lost2.txt"}]
