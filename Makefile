@@ -63,10 +63,11 @@ run: setup
 
 # pytest everywhere: no cache folder; a hang fails after `timeout` (pytest.ini), not after CI's 90 minutes.
 PYTEST := $(PY) -m pytest -q -p no:cacheprovider
-# The non-browser pass runs on PYTEST_WORKERS xdist workers (0 = no xdist). `loadgroup`: the tests of one
-# server configuration (an `xdist_group`) share a worker and that server; the others spread test by test.
+# The non-browser pass runs on PYTEST_WORKERS xdist workers (0 = no xdist). `loadfile`: a module's tests
+# share a worker, so a module's app servers start once. (Not `loadgroup`: with pytest 9.2 and xdist 3.8 it
+# groups nothing, pytest-xdist #1386, and every worker started its own copy of a module's servers.)
 PYTEST_WORKERS ?= 3
-XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadgroup)
+XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 lint: setup-dev
 	$(VENV)/bin/ruff check hitl_app tests bench
@@ -79,7 +80,7 @@ check: lint
 # Everything but the browser, PostgreSQL and the packaging venv: unit, integration on SQLite, and the
 # websocket tests against real (backend-only) app servers.
 test-fast: setup setup-dev
-	$(PYTEST) -n 2 --dist loadgroup -m "not e2e and not postgres and not packaging" --durations=10 $(PYTEST_ARGS)
+	$(PYTEST) -n 2 --dist loadfile -m "not e2e and not postgres and not packaging" --durations=10 $(PYTEST_ARGS)
 
 # One test, a module or a folder: make test-one T=tests/integration/ui/test_tab_state.py::test_name
 test-one: setup setup-dev

@@ -8,8 +8,8 @@ Markers (pytest.ini) are what the Makefile's passes select on:
 * ``postgres``: a test parametrized over the ``postgres`` backend (its param id says so; set here)
   or a module that needs the PostgreSQL server throughout (marked in the module).
   ``make test-fast`` leaves these out.
-* ``xdist_group``: the tests that share app servers run on one xdist worker (``--dist loadgroup``);
-  a module marked ``app`` is one group unless its tests name another.
+* ``app``: a module that starts app servers (module-scoped fixtures). The passes run with ``--dist
+  loadfile``, so a module's tests share one worker and its servers start once.
 
 Ordering: browser (e2e) tests run last. Playwright's sync API keeps its own event loop running in the
 main thread for the life of a ``browser`` fixture; pytest-asyncio tests collected after it would fail
@@ -53,20 +53,17 @@ def _on_postgres(item: pytest.Item) -> bool:
 
 
 def _slow_first(item: pytest.Item) -> int:
-    """0 for the packaging venv and the tests sharing an app server (started once per group), else 1."""
-    return 0 if item.get_closest_marker("packaging") or item.get_closest_marker("xdist_group") else 1
+    """0 for the packaging venv and the modules that start app servers, else 1."""
+    return 0 if item.get_closest_marker("packaging") or item.get_closest_marker("app") else 1
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the ``xdist_group`` marks
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark e2e tests by path and PostgreSQL-parametrized tests by param; keep the tests of a module
-    that starts app servers (``app``) in one ``xdist_group`` (one worker starts them, once); order the
-    slow groups first and the e2e tests last."""
+    """Mark e2e tests by path and PostgreSQL-parametrized tests by param; order the slow modules
+    first (xdist hands them out first) and the e2e tests last."""
     for item in items:
         if _under_e2e(item):
             item.add_marker(pytest.mark.e2e)
         if _on_postgres(item):
             item.add_marker(pytest.mark.postgres)
-        if item.get_closest_marker("app") and not item.get_closest_marker("xdist_group"):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
     items.sort(key=lambda item: (_under_e2e(item), _slow_first(item)))
