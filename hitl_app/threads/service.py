@@ -26,7 +26,7 @@ from hitl_app.desk.decide import log_refusal, record_decisions
 from hitl_app.desk.review_desk import ReviewDesk
 from hitl_app.desk.sweeper import SWEEP_INTERVAL_S, Sweeper
 from hitl_app.errors import ThreadError
-from hitl_app.review import MAX_MESSAGE_CHARS, AnyDecision, PendingReview, ReviewError
+from hitl_app.review import AnyDecision, PendingReview, ReviewError
 from hitl_app.review.desk_policy import ToolDesk
 from hitl_app.review.grants import GrantRequest
 from hitl_app.review.rights import Person, ToolRights
@@ -35,24 +35,17 @@ from hitl_app.review.validate import ArgsValidator, validate_partial
 from hitl_app.review.via import PAGE, PersonVia
 from hitl_app.runs.agent_runtime import AgentRuntime, ThreadConfig, thread_config
 from hitl_app.runs.limits import RunLimits
-from hitl_app.runs.pairing import (
-    EndReason,
-    answer_late_results,
-    answer_open_calls,
-    was_stopped,
-)
-from hitl_app.runs.partial import drop_failed_partial
 from hitl_app.runs.run_driver import RunDriver
 from hitl_app.runs.text_batcher import FLUSH_INTERVAL_S
-from hitl_app.runs.tool_work import STILL_FINISHING, refuse_while_busy
 from hitl_app.store import reviews, threads
 from hitl_app.store.db import Engines
 from hitl_app.threads.lost import settle_lost_reviews
 from hitl_app.threads.reader import ThreadReader, read_view
 from hitl_app.threads.refusals import is_uuid4, refused_when_unavailable
 from hitl_app.threads.review_reads import ReviewReads
+from hitl_app.threads.run_control import RunControl
 from hitl_app.threads.types import AuditEntry, ThreadSummary
-from hitl_app.threads.views import ThreadView, thread_view_from_snapshot
+from hitl_app.threads.views import ThreadView
 
 __all__ = ["FLUSH_INTERVAL_S", "STALE_CLAIM_S", "AuditEntry", "ThreadError", "ThreadService", "ThreadSummary"]
 
@@ -118,6 +111,10 @@ class ThreadService:
         )
         self.bus.on_stop = self.runs.cancel
         self._lost_checked_at = -LOST_CHECK_S
+        self.control = RunControl(
+            graph=graph, session=self._session, lock_for=self._lock, is_running=self.is_running,
+            check_access=self.check_access, runs=self.runs,
+        )
         self.reader = ThreadReader(
             graph=graph, session=self._session, lock_for=self._lock, is_running=self.is_running, owner_of=self.owner_of,
             desk=self.desk, claims=self.claims, runs=self.runs, review_reads=self.review_reads,
@@ -189,41 +186,9 @@ class ThreadService:
         return self.bus.subscribe(thread_id)
 
     # ------------------------------------------------------------------ acting
-    @refused_when_unavailable
     async def start_turn(self, thread_id: str, text: str, *, owner: str | None = None) -> str:
-        """Start a run for a new user message; returns the run id.
-
-        Raises:
-            ThreadError: ``empty`` / ``too_large`` message, ``busy`` (a run is streaming),
-                ``review_pending`` (decide the open review first), ``db_unavailable``, access errors.
-        """
-        if not isinstance(text, str) or not text.strip():
-            raise ThreadError("Type a message first.", code="empty")
-        if len(text) > MAX_MESSAGE_CHARS:
-            raise ThreadError(
-                f"That message is too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}).",
-                code="too_large",
-            )
-        thread_owner = await self.check_access(thread_id, owner)
-        async with self._lock(thread_id):
-            await refuse_while_busy(thread_id, running=await self.is_running(thread_id))
-            snapshot = await self.graph.aget_state(self.config(thread_id))
-            view = thread_view_from_snapshot(thread_id, snapshot)
-            if view.pending is not None:
-                n = len(view.pending.action_requests)
-                raise ThreadError(
-                    f"Decide the pending review first: the agent is waiting on {n} action{'s' if n != 1 else ''}.",
-                    code="review_pending",
-                )
-            self.runs.counter.check_start(thread_owner)
-            self.runs.counter.note_message(thread_owner)
-            reason: EndReason = "failed" if view.status == "failed" else "stopped" if was_stopped(snapshot) else "abandoned"
-            answered = await answer_open_calls(self.graph, self.config(thread_id), reason, snapshot, session=self._session)
-            await answer_late_results(self.graph, self.config(thread_id), None if answered else snapshot, session=self._session)
-            async with self._session() as session:
-                await threads.touch_thread(session=session, thread_id=thread_id, owner=owner, title=text)
-            inp = {"messages": [{"role": "user", "content": text}]}
-            return await self.runs.launch(thread_id, inp, "turn", owner=thread_owner)
+        """Start a run for a new user message; returns the run id. See ``RunControl.start_turn`` (its refusals)."""
+        return await self.control.start_turn(thread_id, text, owner=owner)
 
     @refused_when_unavailable
     async def submit_review(
@@ -299,55 +264,19 @@ class ThreadService:
             self.claims.index_resumed(thread_id, owner_id)  # written once this lock is let go
             return run_id
 
-    @refused_when_unavailable
     async def continue_run(self, thread_id: str, *, owner: str | None = None) -> str:
-        """Re-run an incomplete or failed thread from its last checkpoint (the Retry button).
-
-        Raises ThreadError(``busy`` | ``nothing_to_continue`` | ``review_pending`` |
-        ``db_unavailable``), or an access error.
-        """
-        thread_owner = await self.check_access(thread_id, owner)
-        async with self._lock(thread_id):
-            await refuse_while_busy(thread_id, running=await self.is_running(thread_id))
-            view = await self._read(thread_id)
-            if view.status == "review":
-                await self._refuse_pending_review(view.pending)
-            if view.status not in ("incomplete", "failed"):
-                raise ThreadError("Nothing to continue: the last run finished.", code="nothing_to_continue")
-            snapshot = await self.graph.aget_state(self.config(thread_id))
-            if was_stopped(snapshot):  # Stop's own answer to the open calls was not written
-                await answer_open_calls(self.graph, self.config(thread_id), "stopped", snapshot, session=self._session)
-            await answer_late_results(self.graph, self.config(thread_id), session=self._session)
-            await drop_failed_partial(self.graph, self.config(thread_id), snapshot)  # Retry answers afresh
-            return await self.runs.launch(thread_id, None, "continue", owner=thread_owner)
+        """Re-run an incomplete or failed thread (the Retry button); returns the run id. See ``RunControl.continue_run``."""
+        return await self.control.continue_run(thread_id, owner=owner)
 
     async def stop(self, thread_id: str, *, owner: str | None = None) -> bool:
-        """Stop the thread's live run (``RunDriver.stop``; in any worker; what streamed of its reply is
-        kept); True if one was running.
-
-        Raises ThreadError for a thread of another browser (``check_access``).
-        """
-        await self.check_access(thread_id, owner)
-        return await self.runs.stop(thread_id)
+        """Stop the thread's live run; True if one was running. See ``RunControl.stop``."""
+        return await self.control.stop(thread_id, owner=owner)
 
     async def wait(self, thread_id: str, timeout: float = 30) -> None:
         """Wait until this process's run of the thread ends, at most ``timeout`` seconds (tests, scripts)."""
-        await self.runs.wait(thread_id, timeout)
+        await self.control.wait(thread_id, timeout)
 
     # ------------------------------------------------------------------ helpers
-    async def _refuse_pending_review(self, pending: PendingReview | None) -> None:
-        """Continue's refusal on a thread whose checkpoint still shows a review.
-
-        A review already decided (claimed) is shown only while the stopped run that resumed it writes
-        its late result: ThreadError("busy"), the same plain sentence as a tool still finishing.
-        Otherwise ThreadError("review_pending")."""
-        if pending is not None:
-            async with self._session() as session:
-                claimed = await reviews.is_claimed(session=session, interrupt_id=pending.interrupt_id)
-            if claimed:
-                raise ThreadError(STILL_FINISHING, code="busy")
-        raise ThreadError("Decide the pending review first.", code="review_pending")
-
     def _session(self) -> AsyncSession:
         return AsyncSession(self.engines.async_, expire_on_commit=False)
 

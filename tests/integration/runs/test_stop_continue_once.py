@@ -50,8 +50,8 @@ async def until_started(action, timeout_s=240.0):
     The deadline is generous: the stopped update is CPU-bound SQLite work in a worker thread, and on
     a loaded 2-core CI machine it ran past 30 s. Continue, refused as ``busy`` meanwhile, must start
     once it returns. A decided review still shown by the checkpoint in the moment its late result is
-    written is refused as ``busy`` too (``ThreadService._refuse_pending_review``), never as a review
-    to decide."""
+    written is refused as ``busy`` too (``RunControl._refuse_pending_review``, ``threads/run_control.py``),
+    never as a review to decide."""
     deadline = asyncio.get_running_loop().time() + timeout_s
     while True:
         try:
