@@ -1,7 +1,8 @@
 """Reflex state, one module per concern; import each state from its own module (nothing is re-exported).
 
 The chat page's tab: ``session`` (the signed-in account, parent of the person's states),
-``thread_list`` (the sidebar), ``chat`` (the open thread; ``chat_follow`` is its run watcher),
+``thread_list`` (the sidebar), ``chat`` (the open thread; ``chat_actions`` holds Send, Stop and Retry,
+``chat_follow`` is its run watcher),
 ``review`` (the approval cards of the pending review, with its mixins ``card_choices``,
 ``card_editing``, ``desk_actions`` (the grant select and Undo), ``review_recovery`` and
 ``review_summary``), ``desk`` (what the review desk shows: deadline, grant options, the undo

@@ -5,7 +5,8 @@ module does not import: the review module attaches its ``ReviewPanel`` (``attach
 through which each shown view hands the panel its review. Other states reach this one through the
 module-level doors below the class (``show_view``, ``begin_stream``, ``watch_events``,
 ``signed_out``, ``lose_thread``), never through its private methods. Every handler first checks
-sign-in."""
+sign-in. Two mixins hold the rest of the tab: ``ChatActionsMixin`` (``chat_actions.py``: Send, Stop,
+Retry/Continue) and ``RunFollowMixin`` (``chat_follow.py``: following the runs)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ import reflex as rx
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from hitl_app.auth import Principal
-from hitl_app.review import MAX_MESSAGE_CHARS
 from hitl_app.runtime import get_runtime, get_service
 from hitl_app.store.accounts import get_account
 from hitl_app.threads.lost import LOST_REVIEW
@@ -28,11 +28,11 @@ from hitl_app.threads.views import ThreadView
 from hitl_app.ui import rows as ui_rows
 from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, first_line, lock_reason, message_rows, row_keys, thread_id_of
 from hitl_app.ui.state import desk
+from hitl_app.ui.state.chat_actions import ChatActionsMixin
 from hitl_app.ui.state.chat_follow import RunFollowMixin
-from hitl_app.ui.state.composer import clear_composer
 from hitl_app.ui.state.desk import DeskState
 from hitl_app.ui.state.live import WATCHERS
-from hitl_app.ui.state.session import SessionState, ask_identity, owner_of, sign_in_redirect
+from hitl_app.ui.state.session import SessionState, ask_identity, sign_in_redirect
 from hitl_app.ui.state.thread_list import ThreadListState
 
 
@@ -76,7 +76,7 @@ async def _owner_name(owner: str) -> str:
     return account.display_name if account else ""
 
 
-class ChatState(RunFollowMixin, SessionState):
+class ChatState(ChatActionsMixin, RunFollowMixin, SessionState):
     """The open thread: committed messages, the live streamed text, run status and errors."""
 
     tid: str = ""
@@ -252,62 +252,10 @@ class ChatState(RunFollowMixin, SessionState):
             return await self._signed_out()
         return await self._open(who)
 
-    # ---------------------------------------------------------------- actions
-    @rx.event
-    async def send(self, form_data: dict[str, Any]):
-        """Send the composer text as a new user message and start the run."""
-        if (who := await self._require_principal()) is None:
-            return await self._signed_out()
-        text = form_data.get("text") if isinstance(form_data, dict) else None
-        self.composer_error = ""
-        if not isinstance(text, str) or not text.strip():
-            self.composer_error = "Type a message first."
-            return None
-        if len(text) > MAX_MESSAGE_CHARS:
-            self.composer_error = f"That message is too long ({len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,})."
-            return None
-        if self.tid != thread_id_of(self.router.url.path):  # Send beat the page's on_load (a new tab, or another thread opened)
-            await self._open(who)
-        if self.load_error:  # this thread cannot be opened (the composer is locked; the text stays)
-            return None
-        try:
-            await get_service().start_turn(self.tid, text, owner=owner_of(who))
-        except ThreadError as exc:
-            self.composer_error = exc.message
-            return None
+    # ---------------------------------------------------------------- the run's display (Send, Stop, Retry: chat_actions)
+    async def _clear_panel(self) -> None:
+        """No review on the panel, its message cleared (a new message was accepted)."""
         await _panel().clear(self, "")
-        self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
-        self._begin_stream()
-        return [*clear_composer(), *self._watch_if_needed(), ThreadListState.refresh]
-
-    @rx.event
-    async def stop(self):
-        """Stop the live run of this thread."""
-        if (who := await self._require_principal()) is None:
-            return await self._signed_out()
-        try:
-            stopped = await get_service().stop(self.tid, owner=owner_of(who))
-        except ThreadError as exc:
-            self.run_error = exc.message
-            return None
-        if stopped:
-            self.notice = ui_rows.stopped_notice(self.status)
-
-    @rx.event
-    async def continue_run(self):
-        """Retry a failed run / continue an incomplete one from the last checkpoint."""
-        if (who := await self._require_principal()) is None:
-            return await self._signed_out()
-        retry = self.status == "failed"
-        try:
-            await get_service().continue_run(self.tid, owner=owner_of(who))
-        except ThreadError as exc:
-            self.run_error = exc.message
-            return None
-        self._retries = self._retries + 1 if retry else 0
-        self.run_error, self.notice = "", ("Retrying the run that failed…" if retry else "")
-        self._begin_stream()
-        return self._watch_if_needed()
 
     def _watch_if_needed(self) -> list[Any]:
         """``[ChatState.watch]`` after this tab started a run; ``[]`` when its watcher here follows the thread
