@@ -1,4 +1,5 @@
-"""Approval cards: one per action request, with only the buttons its review config allows."""
+"""Approval cards: one per action request, with only the buttons its review config allows
+(``decision_buttons.py``), and the review panel that holds them with Submit."""
 
 # Tested by: tests/e2e/test_chat_flow.py
 
@@ -6,7 +7,7 @@ from __future__ import annotations
 
 import reflex as rx
 
-from hitl_app.review.types import DECISION_STYLES, DECISION_TYPES, EDIT, MAX_PASTE_CHARS, REJECT, RESPOND, DecisionType
+from hitl_app.review.types import DECISION_STYLES, EDIT, MAX_PASTE_CHARS, REJECT, RESPOND
 from hitl_app.ui import review_text, theme
 from hitl_app.ui.cards.card_rows import ArgRow, CardRow
 from hitl_app.ui.components.card_parts import (
@@ -18,23 +19,11 @@ from hitl_app.ui.components.card_parts import (
     risk_badge,
     waited,
 )
+from hitl_app.ui.components.decision_buttons import DECISION_KEYS, decision_buttons
 from hitl_app.ui.components.desk import card_deadline, card_grant, undo_bar
 from hitl_app.ui.components.shortcuts import shortcuts_help
 from hitl_app.ui.state.desk import DeskState
 from hitl_app.ui.state.review import ReviewState
-
-_FOCUS_AFTER: dict[DecisionType, str] = {
-    REJECT: "[data-testid=reject-message]",
-    RESPOND: "[data-testid=respond-message]",
-    EDIT: "[data-testid=card-editor] input, [data-testid=card-editor] select, [data-testid=card-editor] textarea, "
-          "[data-testid=card-editor] .cm-content",
-}
-"""The field a decision's keyboard shortcut moves the focus to once the card shows it (read by
-``assets/js/review_keys.js`` from the button's ``data-focus``)."""
-
-DECISION_KEYS = "".join(style.key for style in DECISION_STYLES.values())
-"""The decision shortcuts, one letter each (``"aers"``), handed to the keyboard script on the
-review panel's ``data-decision-keys``."""
 
 
 def _arg_row(arg: ArgRow) -> rx.Component:
@@ -45,47 +34,6 @@ def _arg_row(arg: ArgRow) -> rx.Component:
         ),
         rx.table.cell(rx.badge(arg.type_name, variant="outline", color_scheme="gray", size="1")),
         custom_attrs={"data-testid": "card-arg", "data-key": arg.key, "data-type": arg.type_name},
-    )
-
-
-def _decision_button(card: CardRow, kind: DecisionType) -> rx.Component:
-    chosen, style = card.choice == kind, DECISION_STYLES[kind]
-    return rx.cond(
-        card.allowed.contains(kind),
-        rx.button(
-            rx.icon(style.icon, size=14),
-            style.label,
-            on_click=ReviewState.choose(card.index, kind),
-            color_scheme=style.color,
-            variant=rx.cond(chosen, "solid", "surface"),
-            size="2",
-            data_testid=f"decision-{kind}",
-            title=f"{style.label} ({style.key.upper()})",
-            custom_attrs={"aria-pressed": rx.cond(chosen, "true", "false"), "aria-keyshortcuts": style.key,
-                          "data-focus": _FOCUS_AFTER.get(kind, "")},
-        ),
-    )
-
-
-_QUESTION_ANSWERS = (
-    ("edit", "Accept", "check", "green", "Answer with the form's values"),
-    ("reject", "Decline", "x", "red", "Say no: the server hears 'decline'"),
-    ("cancel", "Cancel", "circle-slash", "gray", "Dismiss without answering: the server hears 'cancel'"),
-)
-"""An MCP server's question: the spec's three answers (kind for ``ReviewState.choose``, label, icon,
-colour, tooltip)."""
-
-
-def _question_button(card: CardRow, kind: str, label: str, icon: str, color: str, hint: str) -> rx.Component:
-    """One of Accept / Decline / Cancel on a server's question (``data-testid="question-<kind>"``)."""
-    chosen = rx.cond(kind == "cancel", (card.choice == REJECT) & card.reject_cancel,
-                     rx.cond(kind == REJECT, (card.choice == REJECT) & ~card.reject_cancel, card.choice == kind))
-    return rx.button(
-        rx.icon(icon, size=14), label,
-        on_click=ReviewState.choose(card.index, kind),
-        color_scheme=color, variant=rx.cond(chosen, "solid", "surface"), size="2",
-        data_testid=f"question-{kind}", title=hint,
-        custom_attrs={"aria-pressed": rx.cond(chosen, "true", "false")},
     )
 
 
@@ -257,11 +205,7 @@ def approval_card(card: CardRow) -> rx.Component:
             _answers(card),
             _progress_line(card),
             rx.cond(card.note != "", rx.text(card.note, size="2", color=theme.MUTED, data_testid="card-note", style=theme.WRAP)),
-            rx.cond(
-                card.question,
-                rx.hstack(*[_question_button(card, *answer) for answer in _QUESTION_ANSWERS], spacing="2", wrap="wrap"),
-                rx.hstack(*[_decision_button(card, kind) for kind in DECISION_TYPES], spacing="2", wrap="wrap"),
-            ),
+            decision_buttons(card),
             rx.cond(card.risk != "high", card_grant(card)),  # a high-risk tool is never granted from its card
             rx.cond(
                 card.error != "",
