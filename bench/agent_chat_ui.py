@@ -89,11 +89,11 @@ def _git_dir(source: Path) -> Path:
 def _offline_font(dest: Path) -> None:
     """Drop the root layout's Google font (fetched at build time): the one change to its source."""
     layout = dest / "src" / "app" / "layout.tsx"
-    text = layout.read_text()
-    start, end = text.find("const inter = Inter("), text.find("});", text.find("const inter = Inter("))
+    text = layout.read_text().replace('import { Inter } from "next/font/google";\n', "")
+    start = text.find("const inter = Inter(")
+    end = text.find("});", start)
     if start < 0 or end < 0:
         return
-    text = text.replace('import { Inter } from "next/font/google";\n', "")
     layout.write_text(text[:start] + 'const inter = { className: "" }; // hitl bench: no Google font (offline)' + text[end + 3 :])
 
 

@@ -52,7 +52,7 @@ class DecisionStyle:
 
 DECISION_STYLES: dict[DecisionType, DecisionStyle] = {
     "approve": DecisionStyle("Approve", "approved", "check", "green", "a", "approved", "Approve the focused card"),
-    "edit": DecisionStyle("Edit", "edited", "pencil", "blue", "e", "edited", "Edit its arguments (form or JSON)"),
+    "edit": DecisionStyle("Edit", "edited", "pencil", "blue", "e", "edited", "Edit its arguments"),
     "reject": DecisionStyle("Reject", "rejected", "x", "red", "r", "rejected", "Reject it (the focus goes to the reason box)"),
     "respond": DecisionStyle(
         "Respond", "answered", "message-circle", "violet", "s", "answer chosen", "Respond (the focus goes to the answer box)"

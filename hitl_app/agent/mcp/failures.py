@@ -11,7 +11,7 @@ The exit code of a stdio process is not given: the SDK's stdio transport (``mcp.
 keeps its process to itself; its stderr is kept (``sessions.py``) and its last line is shown.
 """
 
-# Tested by: tests/unit/agent/test_mcp_failures.py, tests/integration/agent/test_mcp_sessions.py
+# Tested by: tests/unit/agent/test_mcp_config.py, tests/integration/agent/test_mcp_sessions.py
 
 from __future__ import annotations
 

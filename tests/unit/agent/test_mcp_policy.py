@@ -177,3 +177,19 @@ def test_a_questions_three_answers_reach_the_server_as_the_spec_names_them():
     assert answer_from(resume_value([RejectDecision(type="reject", cancel=True)])).action == "cancel"
     assert answer_from(resume_value([RejectDecision(type="reject", message="later", cancel=True)])).action == "cancel"
     assert answer_from(None).action == "decline"
+
+
+def test_a_servers_question_takes_its_tools_deadline_is_never_granted_and_is_the_owners_to_answer():
+    """Issue 20: an MCP server's question (elicitation) card has its tool's deadline, no grants,
+    and the default rights (the thread's owner answers it), whatever the tool's own rights say."""
+    from hitl_app.agent_loader import LoadedAgent
+    from hitl_app.review.types import QUESTION_SUFFIX
+
+    rules, origins = mcp_rules([WRITE], server_tables={"notes": {"reviewers": ["reviewer"], "deadline": "90s"}},
+                               tool_tables={})
+    question = WRITE.name + QUESTION_SUFFIX  # mcp_rules gives every tool a question origin
+    agent = LoadedAgent(graph=None, validators={}, rules=rules, origins=origins)
+    desk = agent.desks()[question]
+    assert desk.deadline_s == 90 and desk.grantable is False
+    assert agent.desks()[WRITE.name].grantable is True
+    assert question not in agent.rights() and WRITE.name in agent.rights()  # the owner's: the default rights

@@ -90,3 +90,21 @@ def test_a_question_card_shows_its_question_once_other_cards_every_argument():
     assert asked == []
     mail = _arg_rows({"to": "a@example.com"}, "Send an email to a@example.com", ["approve", "reject"])
     assert [r.key for r in mail] == ["to"]  # C13: every argument of a card that asks for approval
+
+
+def test_a_policys_on_reject_stop_opens_the_card_with_reject_and_stop_ticked(tmp_path):
+    """Issue 20: ``on_reject = "stop"`` per tool is the card's default; other tools "reject and tell"."""
+    from hitl_app.agent.policy import load_policy_toml
+    from hitl_app.review.risk_policy import risks_by_tool
+
+    policy = tmp_path / "policy.toml"
+    policy.write_text('[tools.send_email]\nallowed_decisions = ["approve", "reject"]\non_reject = "stop"\n\n'
+                      '[tools.delete_file]\nallowed_decisions = ["approve", "reject"]\n')
+    risks = risks_by_tool(load_policy_toml(policy))
+    review = _review({"to": "a@example.com"})
+    [card] = card_rows(review, risks=risks)
+    assert card.reject_stop is True
+    other = PendingReview(thread_id="t", interrupt_id="i",
+                          action_requests=(ActionRequest(name="delete_file", args={"path": "x"}),),
+                          review_configs=(ReviewConfig(action_name="delete_file", allowed_decisions=("approve", "reject")),))
+    assert card_rows(other, risks=risks)[0].reject_stop is False
