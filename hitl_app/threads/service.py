@@ -265,8 +265,24 @@ class ThreadService:
             return run_id
 
     async def continue_run(self, thread_id: str, *, owner: str | None = None) -> str:
-        """Re-run an incomplete or failed thread (the Retry button); returns the run id. See ``RunControl.continue_run``."""
-        return await self.control.continue_run(thread_id, owner=owner)
+        """Re-run an incomplete or failed thread (the Retry button); returns the run id ("" when the
+        thread's decided review went on instead). See ``RunControl.continue_run``.
+
+        A Stop that lands while the checkpointer saves the resume of a decided review can leave the
+        checkpoint showing that review, its claim released by the stopped run's read-back, every card
+        still decided. Continue then goes on with it as a read of the thread does (``ThreadReader.load``:
+        a complete review nothing holds resumes once; a call that already ran is not run again, the
+        effect ledger answers it). Raises what ``RunControl.continue_run`` raises otherwise.
+        """
+        try:
+            return await self.control.continue_run(thread_id, owner=owner)
+        except ThreadError as exc:
+            if exc.code != "review_pending":
+                raise
+            await self.load(thread_id, owner=owner)  # a decided review goes on here
+            if not await self.is_running(thread_id):
+                raise
+            return ""
 
     async def stop(self, thread_id: str, *, owner: str | None = None) -> bool:
         """Stop the thread's live run; True if one was running. See ``RunControl.stop``."""

@@ -91,7 +91,11 @@ async def test_continue_after_stop_never_runs_the_approved_write_twice(database_
         view = await svc.load(t, owner=OWNER)
         answers = [m for m in view.messages if m.role == "tool" and m.tool_call_id == call_id]
         assert len(answers) == 1, "one answer for the stopped call"
-        assert "Cancelled by the user" in answers[0].text
+        # Stop answered the call; or, when Stop landed while the resume was being saved, Continue went
+        # on with the decided review and the call ran (once): the answer then says what it did
+        ran = round(after - before, 2) == rows
+        said_cancelled = "Cancelled by the user" in answers[0].text
+        assert said_cancelled is not ran, answers[0].text
         assert_pairing((await svc.graph.aget_state(svc.config(t))).values["messages"])
     finally:
         await engines.async_.dispose()
