@@ -46,6 +46,7 @@ from hitl_app.errors import ThreadError
 from hitl_app.review.desk_policy import Deadline, expiry_note, review_deadline
 from hitl_app.review.types import AnyDecision, PendingReview
 from hitl_app.runs.run_trace import abandoned_review_span
+from hitl_app.runs.tool_work import TOOL_WORK
 from hitl_app.store import desk as desk_store
 from hitl_app.store import drafts as drafts_store
 from hitl_app.store import reviews
@@ -280,9 +281,10 @@ async def resume_if_complete(claims: ReviewClaims, desk: ReviewDesk, review: Pen
     The decisions are rebuilt by ``final_decisions`` under the thread lock and the claim is written
     with ``write_drafts`` (one writer wins across workers), so the run resumes exactly once and never
     with an approval that no longer counts. Returns False, running nothing, while a card is open,
-    the review is claimed or gone, a run is live, or the owner is at their run limit (a later load
-    tries again). Raises what ``ReviewClaims.resume`` raises when the run cannot start (the claim is
-    then released and the review stays answerable)."""
+    the review is claimed or gone, a run is live, a stopped run's tool call still works in this
+    process (``TOOL_WORK``), or the owner is at their run limit (a later load tries again). Raises
+    what ``ReviewClaims.resume`` raises when the run cannot start (the claim is then released and
+    the review stays answerable)."""
     thread_id = review.thread_id
     async with claims.session() as session:
         if await is_claimed(session=session, interrupt_id=review.interrupt_id):
@@ -290,6 +292,8 @@ async def resume_if_complete(claims: ReviewClaims, desk: ReviewDesk, review: Pen
     async with claims.lock_for(thread_id):
         current = await claims.pending(thread_id)
         if await claims.is_running(thread_id) or current is None or current.interrupt_id != review.interrupt_id:
+            return False
+        if TOOL_WORK.busy(thread_id):  # a stopped run's call still works in a worker thread: never a second copy
             return False
         async with claims.session() as session:
             drafts = await drafts_store.read_drafts(session=session, interrupt_id=current.interrupt_id)
