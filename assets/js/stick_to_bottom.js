@@ -1,8 +1,10 @@
 // window.hitlStickToBottom(): keep the thread (#thread-scroll) scrolled to its end while text
 // streams in, unless the reader scrolled up; scroll a new review into view (its top first when it
-// is taller than the screen); never move the page for changes inside the review (opening an
-// editor). Scrolling is coalesced to one requestAnimationFrame per frame, and nothing reads layout
-// per mutation. Safe to call again: a box is set up once. Called when the thread column mounts.
+// is taller than the screen), again as it fills in (its previews and chips arrive after its cards)
+// until the reader acts (a tap, click, key or wheel); never move the page for changes inside the
+// review after that (opening an editor). Scrolling is coalesced to one requestAnimationFrame per
+// frame, and nothing reads layout per mutation. Safe to call again: a box is set up once. Called
+// when the thread column mounts.
 window.hitlStickToBottom = function () {
   const box = document.getElementById('thread-scroll');
   if (!box || box.__hitlStick) return;
@@ -12,7 +14,10 @@ window.hitlStickToBottom = function () {
   box.addEventListener('scroll', () => { stick = gap() < 120; }, {passive: true});
   let panel = null;
   let reveal = null;
+  let settling = null; // the new review, revealed again as it fills in, until the reader acts
   let frame = 0;
+  const acted = () => { settling = null; };
+  ['pointerdown', 'keydown', 'wheel', 'touchstart'].forEach((kind) => box.addEventListener(kind, acted, {passive: true}));
   // Layout is read and written here only, at most once per animation frame (the observer
   // itself never reads layout: a streamed delta no longer forces a layout of its own).
   const flush = () => {
@@ -33,11 +38,17 @@ window.hitlStickToBottom = function () {
     if (current && current !== panel) {
       panel = current;
       reveal = current;
+      settling = current;
       schedule();
       return;
     }
     panel = current;
     const inPanel = (n) => current && current.contains(n.nodeType === 1 ? n : n.parentNode);
+    if (current && settling === current && records.some((r) => inPanel(r.target))) {
+      reveal = current;
+      schedule();
+      return;
+    }
     if (stick && !records.every((r) => inPanel(r.target))) schedule();
   }).observe(box, {childList: true, subtree: true, characterData: true});
   box.scrollTop = box.scrollHeight;

@@ -110,6 +110,9 @@ def test_phone_review_submit_is_reachable_with_a_reject_reason_open(other_browse
     open_new_thread(phone, app_server)
     send(phone, "email bo@example.com about the plan: it is ready and delete notes/old.txt")
     expect(cards(phone)).to_have_count(2)
+    # the new review is revealed whole when it fits: Submit not cut by the thread's edge (QA of issue 21:
+    # half of it showed, as the card grew after the first reveal)
+    expect(phone.get_by_test_id("submit-decisions")).to_be_in_viewport(ratio=1)
     cards(phone).nth(0).get_by_test_id("decision-approve").click()
     last = cards(phone).nth(1)
     last.get_by_test_id("decision-reject").click()
