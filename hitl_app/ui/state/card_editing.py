@@ -199,14 +199,28 @@ class CardEditMixin(rx.State, mixin=True):
 
     @rx.event
     async def cancel_edit(self, index: int):
-        """Close the editor without deciding (the draft is dropped)."""
+        """Close the editor without deciding: the open draft is dropped. A checked edit from before
+        it was opened stands again (its arguments, diff and preview; QA: Cancel on a reopened edit
+        dropped the checked one too); without one the card is undecided again."""
         if (refused := await self._refuse()) is not None:  # type: ignore[attr-defined]
             return refused
-        if self._card(index) is None:  # type: ignore[attr-defined]
+        card = self._card(index)  # type: ignore[attr-defined]
+        if card is None:
             return None
-        self._edited.pop(index, None)  # type: ignore[attr-defined]
         self._drafts.pop(index, None)  # type: ignore[attr-defined]
-        self._set(index, choice="", editing=False, edit_error="", diff=[], json_note="")  # type: ignore[attr-defined]
+        checked = self._edited.get(index)  # type: ignore[attr-defined]
+        review = self._review()  # type: ignore[attr-defined]
+        if checked is not None and review is not None:
+            checked = card_edit.unproxied(checked)
+            card_edit.show_draft(card, checked, review.action_requests[index].args, bump=True)
+            card.choice, card.editing, card.edit_error, card.error, card.json_note = "edit", False, "", "", ""
+            card.args_json = json.dumps(checked, indent=2, ensure_ascii=False)
+            cards = list(self.cards)
+            cards[index] = card
+            self.cards = cards
+        else:
+            self._edited.pop(index, None)  # type: ignore[attr-defined]
+            self._set(index, choice="", editing=False, edit_error="", diff=[], json_note="")  # type: ignore[attr-defined]
         await self._repreview(index)
         await self._keep(index)  # type: ignore[attr-defined]
         return None

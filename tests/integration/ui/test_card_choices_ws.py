@@ -168,6 +168,39 @@ async def test_a_checked_edit_survives_a_reload_and_is_sent_as_edited(server):
     assert row["decision_type"] == "edit" and '"alice@example.com"' in row["args_executed"]
 
 
+async def test_cancel_on_a_reopened_checked_edit_keeps_that_edit(server):
+    """QA (issue 21): a checked edit, Edit again, bad JSON typed, Cancel edit: the checked edit stands
+    (it was dropped with the draft, the card undecided), also after a reload and in what is sent."""
+    tid, mo = str(uuid.uuid4()), str(uuid.uuid4())
+    to = f"bob-{tid[:8]}@example.com"
+    checked = json.dumps({"to": to, "subject": "plans", "body": "the checked text"})
+    async with WsClient(server.url, browser_id=mo) as tab:
+        await tab.load_thread(tid)
+        await tab.send(f"email {to} about plans: hi")
+        await tab.wait_review(1)
+        await tab.call("ReviewState.save_edit", index=0, text=checked)
+        await tab.wait_for(lambda c: c.review["cards"][0]["choice"] == "edit" and not c.review["cards"][0]["editing"],
+                           what="the edit checked")
+        await tab.call("ReviewState.choose", index=0, kind="edit")  # open it again
+        await tab.wait_for(lambda c: c.review["cards"][0]["editing"], what="the editor open again")
+        await tab.call("ReviewState.save_edit", index=0, text='{"to": ')
+        await tab.wait_for(lambda c: c.review["cards"][0]["edit_error"], what="the bad JSON refused")
+        await tab.call("ReviewState.cancel_edit", index=0)
+        await tab.wait_for(lambda c: not c.review["cards"][0]["editing"], what="the editor closed")
+        card = tab.review["cards"][0]
+        assert card["choice"] == "edit" and "the checked text" in card["args_json"] and card["diff"]
+        assert tab.review["decided_count"] == 1
+    async with WsClient(server.url, browser_id=mo) as tab:  # a reload: the checked edit is kept
+        await tab.load_thread(tid)
+        await tab.wait_for(lambda c: (c.review.get("cards") or [{}])[0].get("choice") == "edit", what="the edit kept")
+        assert "the checked text" in tab.review["cards"][0]["args_json"]
+        await tab.call("ReviewState.submit")
+        await tab.wait_for(lambda c: c.chat.get("status") == "idle" and not c.chat.get("streaming"), timeout=30,
+                           what="the run ends")
+    [row] = app_db.audit_rows(server.data_dir, tid)
+    assert row["decision_type"] == "edit" and "the checked text" in row["args_executed"]
+
+
 async def test_a_write_file_preview_follows_the_checked_edit_also_after_a_reload(server):
     tid, mo = str(uuid.uuid4()), str(uuid.uuid4())
     edited = '{"path": "notes/p.txt", "content": "edited content"}'
