@@ -188,12 +188,12 @@ class CardEditMixin(rx.State, mixin=True):
             self._set(index, choice="edit", editing=True, edit_error=exc.message)  # type: ignore[attr-defined]
             return
         self._edited[index] = args = card_edit.unproxied(args)  # type: ignore[attr-defined]
+        self._show_checked(index, args)
+
+    def _show_checked(self, index: int, args: dict[str, Any]) -> None:
+        """Card ``index`` decided as edit with its checked ``args`` (a dict): editor closed, no error."""
         self._set(  # type: ignore[attr-defined]
-            index,
-            choice="edit",
-            editing=False,
-            edit_error="",
-            error="",
+            index, choice="edit", editing=False, edit_error="", error="",
             args_json=json.dumps(args, indent=2, ensure_ascii=False),
         )
 
@@ -212,12 +212,9 @@ class CardEditMixin(rx.State, mixin=True):
         review = self._review()  # type: ignore[attr-defined]
         if checked is not None and review is not None:
             checked = card_edit.unproxied(checked)
-            card_edit.show_draft(card, checked, review.action_requests[index].args, bump=True)
-            card.choice, card.editing, card.edit_error, card.error, card.json_note = "edit", False, "", "", ""
-            card.args_json = json.dumps(checked, indent=2, ensure_ascii=False)
-            cards = list(self.cards)
-            cards[index] = card
-            self.cards = cards
+            card_edit.show_draft(card, checked, review.action_requests[index].args, bump=True)  # its diff again
+            self._show_checked(index, checked)
+            self._set(index, json_note="")  # type: ignore[attr-defined]
         else:
             self._edited.pop(index, None)  # type: ignore[attr-defined]
             self._set(index, choice="", editing=False, edit_error="", diff=[], json_note="")  # type: ignore[attr-defined]
