@@ -35,7 +35,7 @@ import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from tests.helpers import accounts
 
@@ -47,6 +47,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def stop_process_group(proc: subprocess.Popen[Any], sig: int = signal.SIGTERM, timeout: float = 20) -> None:
+    """Send ``sig`` to ``proc``'s process group (started with ``start_new_session``) and wait up to
+    ``timeout`` seconds for it to end; then ``SIGKILL`` it and wait 10 s more."""
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
 
 
 def reflex_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -370,15 +384,7 @@ class AppServer:
         SERVERS.pop(self.url, None)
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
+        stop_process_group(self.proc, sig, timeout)
         self.proc = None
         if self.app_root is not None:
             shutil.rmtree(self.app_root, ignore_errors=True)

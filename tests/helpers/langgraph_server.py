@@ -20,7 +20,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.helpers.app_server import free_port
+from tests.helpers.app_server import free_port, stop_process_group
 from tests.helpers.paths import ROOT
 
 EXAMPLE = ROOT / "examples" / "deployed_agent"
@@ -105,15 +105,7 @@ class LangGraphDev:
         """Stop its process group (``SIGTERM`` lets it write its state to its folder first)."""
         if self.proc is None:
             return
-        try:
-            os.killpg(self.proc.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            self.proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(timeout=10)
+        stop_process_group(self.proc, sig, timeout)
         self.proc = None
 
     def restart(self, *, fresh: bool = False) -> LangGraphDev:
