@@ -100,3 +100,31 @@ def test_messages_read_back():
     assert decode(encode(7, None)) == decode("7") == (7, None)
     assert decode("7|{not json") == (7, None)
     assert decode("x|{}") is None
+
+
+async def test_two_deployments_on_one_redis_with_their_own_prefixes_do_not_hear_each_other(tmp_path):
+    """``HITL_REDIS_PREFIX`` reaches the run bus (``make_bus``): a review announced by one deployment
+    does not wake the other's inbox, whose account 1 is another person (CI saw exactly that between
+    two test servers on one Redis); the same prefix shares the signal."""
+    from hitl_app.runtime import make_bus
+    from hitl_app.settings import Settings
+
+    url = require_redis()
+
+    def bus_of(prefix: str) -> RunBus:
+        return make_bus(Settings(HITL_DATA_DIR=tmp_path, HITL_REDIS_URL=url, HITL_REDIS_PREFIX=prefix))
+
+    mine = unique_prefix()
+    ours, theirs, also_ours = bus_of(mine), bus_of(unique_prefix()), bus_of(mine)
+    for bus in (ours, theirs, also_ours):
+        await bus.start()
+    try:
+        before, before_ours = await theirs.reviews.version(), await also_ours.reviews.version()
+        other = asyncio.create_task(theirs.reviews.wait_for(before, 3, is_mia))
+        same = asyncio.create_task(also_ours.reviews.wait_for(before_ours, 30, is_mia))  # by version: no race
+        await ours.reviews.announce(FOR_MIA)
+        assert (await asyncio.wait_for(same, 60))[0] is True, "the same deployment's worker must wake"
+        assert (await asyncio.wait_for(other, 60))[0] is False, "another deployment's inbox woke for our review"
+    finally:
+        for bus in (ours, theirs, also_ours):
+            await bus.aclose()
