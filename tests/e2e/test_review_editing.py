@@ -23,6 +23,7 @@ from tests.e2e.ui import (
     card,
     cards,
     edit_json,
+    form_field,
     messages,
     open_new_thread,
     send,
@@ -278,3 +279,24 @@ def test_a_checked_edit_with_a_long_address_fits_a_phone(browser: Browser, app_s
         problems = list(getattr(page, "problems", []))
         context.close()
     assert not problems, problems
+
+
+def test_leaving_a_field_for_check_edit_never_moves_the_button_under_the_pointer(page: Page, app_server: AppServer):
+    """Leaving a field sends it and the diff gains a row; drawn above "Check edit", that row moved
+    the button between the press and the release and the click was lost (CI, under load). The
+    button stays where the pointer pressed it, and the click checks the edit."""
+    open_new_thread(page, app_server)
+    send(page, "email alice@example.com about the report: it is ready")
+    first = card(page, 0)
+    first.get_by_test_id("decision-edit").click()
+    field = form_field(first, "to")
+    field.fill("bob@example.com")
+    check = first.get_by_test_id("edit-check")
+    before = check.bounding_box()
+    field.blur()  # what pressing the button does first
+    expect(first.get_by_test_id("edit-diff-row")).to_have_count(1)  # the server's answer is drawn
+    after = check.bounding_box()
+    assert before is not None and after is not None
+    assert after["y"] == before["y"], f"Check edit moved from y={before['y']} to y={after['y']} as the field was sent"
+    check.click()
+    expect(first.get_by_test_id("card-choice")).to_have_text("edit")
