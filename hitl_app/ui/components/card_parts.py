@@ -180,6 +180,24 @@ def _edit_buttons(index: rx.Var) -> rx.Component:
         )
 
 
+def _draft_feedback(card: CardRow) -> list[rx.Component]:
+    """What the server says back about the draft: a failed check's error, the note on the JSON
+    text, the diff against the proposal. Drawn below "Check edit": leaving a field sends it, and a
+    diff row drawn above the button between the press and the release moved the button away from
+    the pointer, so the click was lost (CI, under load)."""
+    return [
+        rx.cond(
+            card.edit_error != "",
+            rx.text(card.edit_error, color=theme.ERROR_COLOR, size="2", data_testid="edit-error", role="alert"),
+        ),
+        rx.cond(  # the server's note on the text, unless a failed check just said the same above
+            (card.mode == "json") & (card.json_note != "") & (card.json_note != card.edit_error),
+            rx.text(card.json_note, size="1", color=theme.ERROR_COLOR),
+        ),
+        edit_diff(card.diff, stale=(card.mode == "json") & (card.json_note != "")),
+    ]
+
+
 def editor_panel(card: CardRow) -> rx.Component:
     """The open editor: Form/JSON switch over one draft, the form or the JSON editor (schema
     errors inline at their line), "Check edit" and "Cancel edit", then a failed check's error and
@@ -221,20 +239,8 @@ def editor_panel(card: CardRow) -> rx.Component:
                 spacing="2",
             ),
         ),
-        # The buttons come right under the inputs, and what the server sends back as the draft
-        # changes (the note on the text, the diff, a failed check's error) goes below them: leaving
-        # a field sends it, and a diff row drawn above the button between the press and the release
-        # moved the button away from the pointer, so the click was lost (CI, under load).
         _edit_buttons(index),
-        rx.cond(
-            card.edit_error != "",
-            rx.text(card.edit_error, color=theme.ERROR_COLOR, size="2", data_testid="edit-error", role="alert"),
-        ),
-        rx.cond(  # the server's note on the text, unless a failed check just said the same above
-            (card.mode == "json") & (card.json_note != "") & (card.json_note != card.edit_error),
-            rx.text(card.json_note, size="1", color=theme.ERROR_COLOR),
-        ),
-        edit_diff(card.diff, stale=(card.mode == "json") & (card.json_note != "")),
+        *_draft_feedback(card),
         width="100%",
         spacing="2",
         padding="10px",
