@@ -2,8 +2,9 @@
 // streams in, unless the reader scrolled up; scroll a new review into view (its top first when it
 // is taller than the screen), again as it fills in (its previews and chips arrive after its cards)
 // until the reader acts (a tap, click, key or wheel); never move the page for changes inside the
-// review after that (opening an editor). Scrolling is coalesced to one requestAnimationFrame per
-// frame, and nothing reads layout per mutation. Safe to call again: a box is set up once. Called
+// review after that (opening an editor), nor follow the end while the focus is in a card's editor.
+// Scrolling is coalesced to one requestAnimationFrame per frame, and nothing reads layout per
+// mutation. Safe to call again: a box is set up once. Called
 // when the thread column mounts.
 window.hitlStickToBottom = function () {
   const box = document.getElementById('thread-scroll');
@@ -17,6 +18,13 @@ window.hitlStickToBottom = function () {
   let settling = null; // the new review, revealed again as it fills in, until the reader acts
   let frame = 0;
   const acted = () => { settling = null; };
+  // The reader works in a card's editor (the focus is in it: a field, the JSON text, "Check edit"
+  // once pressed): the page does not follow the end, so what the server draws below the inputs
+  // (the diff) never moves the button under the pointer between its press and its release.
+  const editing = () => {
+    const a = document.activeElement;
+    return !!(a && a.closest && a.closest('[data-testid=card-editor]'));
+  };
   ['pointerdown', 'keydown', 'wheel', 'touchstart'].forEach((kind) => box.addEventListener(kind, acted, {passive: true}));
   // Layout is read and written here only, at most once per animation frame (the observer
   // itself never reads layout: a streamed delta no longer forces a layout of its own).
@@ -27,7 +35,7 @@ window.hitlStickToBottom = function () {
       reveal = null;
       if (p.isConnected) { p.scrollIntoView({block: 'nearest'}); stick = gap() < 120; return; }
     }
-    if (stick && gap() > 1) box.scrollTop = box.scrollHeight;
+    if (stick && gap() > 1 && !editing()) box.scrollTop = box.scrollHeight;
   };
   const schedule = () => { if (!frame) frame = requestAnimationFrame(flush); };
   const element = (r) => r.type === 'childList' && Array.prototype.some.call(r.addedNodes, (n) => n.nodeType === 1);

@@ -70,10 +70,10 @@ def test_json_editor_flags_schema_errors_at_the_line_shows_the_diff_and_the_thre
 
 
 def test_check_edit_stays_where_it_is_while_the_diff_follows_the_typing(page: Page, app_server: AppServer):
-    """The diff grows above "Check edit" as the typed text reaches the server; the chat stays
-    pinned to its end, so the button keeps its place on screen (below it, it would be pushed up by
-    the diff: a click landing where the button had been is lost, and the card stays "editing: not
-    checked", as once seen in CI under load)."""
+    """The diff grows below "Check edit" as the typed text reaches the server, and the chat does
+    not follow its end while the reader works in the editor, so the button keeps its place on
+    screen (a click landing where the button had been is lost, and the card stays "editing: not
+    checked", as seen in CI under load)."""
     open_new_thread(page, app_server)
     send(page, "email alice@example.com about the report: it is ready")
     first = card(page, 0)
@@ -293,7 +293,7 @@ def test_leaving_a_field_for_check_edit_never_moves_the_button_under_the_pointer
     field.fill("bob@example.com")
     check = first.get_by_test_id("edit-check")
     before = check.bounding_box()
-    field.blur()  # what pressing the button does first
+    check.focus()  # what pressing the button does first: the field is left, so it is sent
     expect(first.get_by_test_id("edit-diff-row")).to_have_count(1)  # the server's answer is drawn
     after = check.bounding_box()
     assert before is not None and after is not None
