@@ -18,6 +18,7 @@ from hitl_app.desk.cards import BrowserPerson
 from hitl_app.runs.tool_work import TOOL_WORK
 from hitl_app.store.db import create_schema, make_engines
 from hitl_app.threads.service import ThreadError, ThreadService
+from tests.helpers.demo_db import write_in_progress
 from tests.helpers.pairing import assert_pairing
 
 OWNER = "owner-a"
@@ -35,10 +36,12 @@ async def read_sql(svc, t, query) -> str:
     return [m for m in view.messages if m.role == "tool"][-1].text
 
 
-async def until_the_tool_runs(svc, t, timeout_s=60.0) -> None:
-    """Wait until the approved call works in a worker thread (``TOOL_WORK``), while the run is live."""
+async def until_the_tool_runs(svc, t, workspace, timeout_s=60.0) -> None:
+    """Wait until the approved update itself works in its worker thread, while the run is live.
+    ``TOOL_WORK.busy`` alone is not that: PostgreSQL's checkpointer loads the resume's writes in
+    worker threads of the same run, before the call starts (a Stop then lands before anything ran)."""
     deadline = asyncio.get_running_loop().time() + timeout_s
-    while not TOOL_WORK.busy(t):
+    while not (TOOL_WORK.busy(t) and write_in_progress(workspace.space(OWNER).demo_db)):
         assert await svc.is_running(t), "the run ended before its approved update was seen running"
         assert asyncio.get_running_loop().time() < deadline, "the approved update never started"
         await asyncio.sleep(0.005)
@@ -77,7 +80,7 @@ async def test_continue_after_stop_never_runs_the_approved_write_twice(database_
         pending = (await svc.load(t, owner=OWNER)).pending
         call_id = pending.tool_call_ids[0]
         await svc.submit_review(t, pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson(OWNER, "r"))
-        await until_the_tool_runs(svc, t)  # Stop while the approved update works in its worker thread
+        await until_the_tool_runs(svc, t, workspace)  # Stop while the approved update works in its worker thread
         assert await svc.stop(t, owner=OWNER)
 
         await until_started(lambda: svc.continue_run(t, owner=OWNER))

@@ -19,6 +19,7 @@ from hitl_app.desk.cards import BrowserPerson
 from hitl_app.runs.tool_work import TOOL_WORK
 from hitl_app.store.db import create_schema, make_engines
 from hitl_app.threads.service import ThreadService
+from tests.helpers.demo_db import write_in_progress
 
 OWNER = "owner-a"
 ENDLESS = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c"
@@ -32,10 +33,17 @@ STOPPED_S = 30.0
 so only an interrupted statement meets it (a loaded machine only makes the wait longer)."""
 
 
-async def until_the_tool_runs(svc: ThreadService, thread_id: str, timeout_s: float = 30.0) -> None:
-    """Wait until the run of ``thread_id`` has its tool's SQL running in a worker thread."""
+async def until_the_tool_runs(
+    svc: ThreadService, thread_id: str, timeout_s: float = 30.0, *, writing: DemoWorkspace | None = None
+) -> None:
+    """Wait until the run of ``thread_id`` has its tool's SQL running in a worker thread; with
+    ``writing``, until that SQL holds the owner's demo database's write lock (an approved UPDATE:
+    PostgreSQL's checkpointer also works in the run's worker threads, before the call starts)."""
     deadline = time.monotonic() + timeout_s
-    while not (await svc.is_running(thread_id) and TOOL_WORK.busy(thread_id)):
+    while not (
+        await svc.is_running(thread_id) and TOOL_WORK.busy(thread_id)
+        and (writing is None or write_in_progress(writing.space(OWNER).demo_db))
+    ):
         assert time.monotonic() < deadline, "the approved tool never started"
         await asyncio.sleep(0.02)
 
@@ -97,7 +105,7 @@ async def test_stop_rolls_back_an_approved_write_and_continue_does_not_run_it(da
     await svc.wait(t)
     pending = (await svc.load(t, owner=OWNER)).pending
     await svc.submit_review(t, pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson(OWNER, "r"))
-    await until_the_tool_runs(svc, t)
+    await until_the_tool_runs(svc, t, writing=workspace)
     assert await svc.stop(t, owner=OWNER)
     assert await TOOL_WORK.wait_idle(t, STOPPED_S), "the UPDATE was left running in its worker thread"
     assert totals(workspace) == before
