@@ -171,6 +171,28 @@ def _page_cpu(before: dict[int, tuple[float, float]], after: dict[int, tuple[flo
     return max(deltas, default=(0.0, 0.0))
 
 
+# Scrolls the thread's box to its top (``scrollTop = 0``, as a fast wheel would) once per 150 ms until the
+# first seeded message (``Question 0``) is in the DOM or ``limit`` seconds passed: the messages reached,
+# the longest main-thread task and the tasks over 50 ms while scrolling, the DOM's size after.
+SCROLL_JS = r"""async (limit) => {
+  const box = document.getElementById('thread-scroll');
+  const t0 = performance.now();
+  const lt0 = window.__bench.longtasks.length;
+  const first = () => !!Array.from(document.querySelectorAll('[data-testid=message]'))
+      .find((m) => m.textContent.startsWith('Question 0:'));
+  let steps = 0;
+  while (!first() && performance.now() - t0 < limit * 1000) {
+    box.scrollTop = 0;
+    steps += 1;
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  const lts = window.__bench.longtasks.slice(lt0).filter((l) => l.start >= performance.timeOrigin + t0);
+  return {reached_first: first(), ms: performance.now() - t0, steps,
+          longest_task_ms: Math.max(0, ...lts.map((l) => l.dur)), long_tasks: lts.length,
+          elements_after: document.getElementsByTagName('*').length,
+          messages_after: document.querySelectorAll('[data-testid=message]').length};
+}"""
+
 class BrowserBench:
     """One Chromium and helpers to run the measured flows against ``base_url``."""
 
@@ -199,7 +221,7 @@ class BrowserBench:
             self.browser.close()
             self._pw.stop()
 
-    def _context(self):
+    def signed_in_context(self):
         """A new browser context (1280x900) signed in as its own member account."""
         from tests.helpers import accounts
         from tests.helpers.app_server import SERVERS
@@ -210,7 +232,7 @@ class BrowserBench:
         return context
 
     def _page(self, thread_id: str | None = None):
-        context = self._context()
+        context = self.signed_in_context()
         context.add_init_script(INIT_JS)
         page = context.new_page()
         page.set_default_timeout(120_000)
@@ -340,11 +362,14 @@ class BrowserBench:
             "submit_to_first_resumed_token_ms": first_resumed - b2["clicks"]["submit-decisions"],
         }
 
-    def open_long_thread(self, thread_id: str, n_messages: int) -> dict[str, Any]:
-        """Navigate to a seeded thread; time (ms from navigation start) until the card and the latest messages
-        are in the DOM (since issue 23 the list is virtualized: it holds the rows near the screen, so "a
-        message is in" is the mark, not a count; ``n_messages`` is only recorded)."""
-        context = self._context()
+    def open_long_thread(self, thread_id: str, n_messages: int, scroll_s: float = 0.0) -> dict[str, Any]:
+        """Navigate to a seeded thread in a fresh signed-in context; ms from navigation start until the
+        card and the latest messages are in the DOM (since issue 23 the list is virtualized: it holds
+        the rows near the screen, so "a message is in" is the mark, not a count; ``n_messages`` is only
+        recorded), then the round trip of a click on the card's Reject, the longest main-thread task and
+        the DOM's size. With ``scroll_s`` > 0 the thread is then scrolled towards its first message for at
+        most that many seconds (``SCROLL_JS``; its figures prefixed ``scroll_``)."""
+        context = self.signed_in_context()
         context.add_init_script(INIT_JS + "\nwindow.__bench.msgTarget = 1;")
         page = context.new_page()
         page.set_default_timeout(120_000)
@@ -358,17 +383,21 @@ class BrowserBench:
             t_ack = page.evaluate("() => performance.timeOrigin + performance.now()")
             b = page.evaluate(
                 "() => ({cardAt: window.__bench.cardAt, msgsAt: window.__bench.msgsAt, origin: performance.timeOrigin,"
-                " longtasks: window.__bench.longtasks, n: document.querySelectorAll('[data-testid=message]').length})"
+                " longtasks: window.__bench.longtasks, elements: document.getElementsByTagName('*').length,"
+                " n: document.querySelectorAll('[data-testid=message]').length})"
             )
+            scrolled = page.evaluate(SCROLL_JS, scroll_s) if scroll_s > 0 else {}
         finally:
             context.close()
         return {
             "messages_in_dom": b["n"],
+            "elements": b["elements"],
             "card_visible_ms": b["cardAt"] - b["origin"],
             "all_messages_ms": b["msgsAt"] - b["origin"],
             "interactive_ms": max(b["cardAt"], b["msgsAt"]) - b["origin"],
             "first_click_round_trip_ms": t_ack - t_click,
             "longest_task_ms": max((lt["dur"] for lt in b["longtasks"]), default=0.0),
+            **{f"scroll_{k}": v for k, v in scrolled.items()},
         }
 
 

@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     server = _server(tmp, args.wps, tmp / "trace")
     bb = BrowserBench(server.url, tmp / "trace")
     try:
-        context = bb._context()
+        context = bb.signed_in_context()
         if not args.no_observer:
             context.add_init_script(INIT_JS)
         page = context.new_page()
