@@ -13,16 +13,21 @@ a database that does not answer: None, and the call gets a card.
 ``InterruptGrants`` applies the same rule to a review as it arrives from ANY agent (a
 ``HITL_AGENT`` agent has no ``GrantGate``); the run driver asks it before the cards are shown. A
 built-in agent's covered calls never reach it (they did not interrupt), so no call is approved
-twice: a call is in a review only when no grant covered it in the graph.
+twice: a call is in a review only when no grant covered it in the graph. Nor are the grants read
+twice for one call: a call the graph's check just found no grant for (``GATE_CHECKED``, this
+process, the same run) is not looked up again as its review arrives (issue 23: the review's rows
+are read once, the card's server path has one database read fewer).
 """
 
 # Tested by: tests/integration/desk/test_review_desk.py - through the runtime's agent
 # Tested by: tests/integration/desk/test_grants_on_review.py - a developer's agent, reviews partly covered
 # Tested by: tests/integration/desk/test_rights_now.py - a grant never stands in beyond its maker
+# Tested by: tests/unit/desk/test_grants_read_once.py - a call the graph found uncovered is not looked up again
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -43,6 +48,39 @@ from hitl_app.store.reviews import AlreadyDecided, is_claimed
 from hitl_app.store.tables import utcnow
 
 log = logging.getLogger("hitl_app.grants")
+
+GATE_CHECK_FRESH_S = 10.0
+"""How long (seconds) the graph's check of a call stands for the review that call raises: the
+interrupt follows the check in the same graph step, within milliseconds."""
+
+
+class GateChecks:
+    """(thread id, tool call id) -> when ``GrantChecker`` (the graph's gate) found no grant for that
+    call, in this process. ``InterruptGrants`` takes an entry once (``take``) instead of reading the
+    grants again for the same call; an entry older than ``GATE_CHECK_FRESH_S`` counts for nothing
+    and is dropped at the next ``note``."""
+
+    def __init__(self) -> None:
+        self._at: dict[tuple[str, str], float] = {}
+
+    def note(self, thread_id: str, call_id: str) -> None:
+        """The gate found no grant for call ``call_id`` in ``thread_id`` just now."""
+        now = time.monotonic()
+        if len(self._at) > 256:  # the reviews raised since a while: forget the stale ones
+            self._at = {k: at for k, at in self._at.items() if now - at <= GATE_CHECK_FRESH_S}
+        self._at[(thread_id, call_id)] = now
+
+    def take(self, thread_id: str, call_id: str | None) -> bool:
+        """True (once) when the gate found no grant for the call within ``GATE_CHECK_FRESH_S``."""
+        at = self._at.pop((thread_id, call_id), None) if call_id else None
+        return at is not None and time.monotonic() - at <= GATE_CHECK_FRESH_S
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+
+GATE_CHECKED = GateChecks()
+"""This process's calls the graph's grant check found no grant for (see ``GateChecks``)."""
 
 
 class GrantChecker:
@@ -74,6 +112,7 @@ class GrantChecker:
                 allowed_decisions=rule.allowed_decisions, now=now,
             )
             if grant is None:
+                GATE_CHECKED.note(thread_id, str(tool_call["id"]))  # its review, if raised, is not looked up again
                 return None
             line = await grants.use_grant(
                 session=session, grant=grant, thread_id=thread_id, tool_call_id=tool_call["id"], args=args, now=now
@@ -146,11 +185,14 @@ class InterruptGrants:
         self._rights_for = rights_for
 
     def _grantable(self, review: PendingReview) -> list[int]:
-        """The indexes of the cards a grant may approve (the tool allows ``approve`` and grants)."""
-        return [
+        """The indexes of the cards a grant may approve (the tool allows ``approve`` and grants) and
+        whose call the graph's check did not just find uncovered (``GATE_CHECKED``: not read twice)."""
+        call_ids = list(review.tool_call_ids) + [None] * (len(review.action_requests) - len(review.tool_call_ids))
+        grantable = [
             index for index, (action, config) in enumerate(zip(review.action_requests, review.review_configs, strict=True))
             if "approve" in config.allowed_decisions and not self._grant_refusal(action.name)
         ]
+        return [index for index in grantable if not GATE_CHECKED.take(review.thread_id, call_ids[index])]
 
     async def __call__(self, review: PendingReview, owner: str) -> list[AnyDecision] | None:
         """Pre-decide ``review`` (run for ``owner``) by grants; the decisions to resume with when

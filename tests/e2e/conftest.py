@@ -27,13 +27,17 @@ expect.set_options(timeout=15_000)
 @pytest.fixture(scope="session")
 def app_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppServer]:
     """One app for the e2e session (demo model, no pacing), with its own data folder; webhooks may
-    reach a receiver on loopback (``HITL_WEBHOOK_ALLOW_NETWORKS``, as README's example says); /audit
-    signs its download with a key made as README says (``audit.key``; ``audit.pub`` beside it)."""
+    reach a receiver on loopback (``HITL_WEBHOOK_ALLOW_NETWORKS``, as README's example says) and a
+    failed delivery is tried again after 1 s, doubling (``HITL_WEBHOOK_BACKOFF_S``; 10 s by default,
+    which the webhooks page test waited out), with the queue looked at every 0.5 s
+    (``HITL_WEBHOOK_POLL_S``, 2 s by default); /audit signs its download with a key made as README
+    says (``audit.key``; ``audit.pub`` beside it)."""
     data = tmp_path_factory.mktemp("e2e-app")
     private, public = generate_keys()
     (data / "audit.key").write_bytes(private)
     (data / "audit.pub").write_bytes(public)
     server = AppServer(data, env={"HITL_WEBHOOK_ALLOW_NETWORKS": "127.0.0.1/32",
+                                  "HITL_WEBHOOK_BACKOFF_S": "1", "HITL_WEBHOOK_POLL_S": "0.5",
                                   "HITL_AUDIT_PRIVATE_KEY": str(data / "audit.key")})
     server.start()
     yield server

@@ -20,7 +20,8 @@ PHONE = {"width": 390, "height": 844}
 
 
 def refresh_until(page: Page, check, what: str, timeout_s: float = 60) -> None:
-    """Press Refresh on the delivery log until ``check()`` holds (the deliverer polls every 2 s)."""
+    """Press Refresh on the delivery log until ``check()`` holds (the session server's deliverer looks
+    every 0.5 s and tries a failed delivery again after 1 s, tests/e2e/conftest.py)."""
     deadline = time.monotonic() + timeout_s
     while not check():
         assert time.monotonic() < deadline, f"waited {timeout_s:g} s for {what}"

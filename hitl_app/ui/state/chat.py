@@ -43,14 +43,15 @@ class ReviewPanel:
     ``clear(chat, error)``: no review shown (``error``: the panel's message, None keeps it);
     ``show_view(chat, view, viewer, error, previews)``: the view's pending review and card statuses
     (``viewer``: the person as the caller just read them, None: read again; ``previews``: False
-    leaves the cards' effect previews to a later ``fill_previews(chat)``, after the cards are sent);
+    leaves the person's kept choices and the cards' effect previews to a later
+    ``fill_previews(chat, viewer)``, after the cards are sent);
     ``show_error(chat, message)``: a message on the panel (a failed resume of a pending review).
     """
 
     clear: Callable[[ChatState, str | None], Awaitable[None]]
     show_view: Callable[[ChatState, ThreadView, Principal | None, str | None, bool], Awaitable[None]]
     show_error: Callable[[ChatState, str], Awaitable[None]]
-    fill_previews: Callable[[ChatState], Awaitable[None]]
+    fill_previews: Callable[[ChatState, Principal | None], Awaitable[None]]
 
 
 _PANEL: list[ReviewPanel] = []
@@ -134,7 +135,8 @@ class ChatState(ChatActionsMixin, RunFollowMixin, SessionState):
     # ---------------------------------------------------------------- loading
     async def _apply_view(self, view: ThreadView, viewer: Principal | None = None, previews: bool = True) -> None:
         """Show ``view``: the window of message rows, the status and its notice, the review
-        (``previews`` False: its cards' effect previews come with ``_fill_previews``, later).
+        (``previews`` False: the person's kept choices on its cards and their effect previews come
+        with ``_fill_previews``, later).
 
         A run that failed while its review is still pending keeps the status "review" and its
         error goes to the review panel (a Retry could not work: the review needs deciding).
@@ -163,9 +165,10 @@ class ChatState(ChatActionsMixin, RunFollowMixin, SessionState):
         await _panel().show_view(self, view, viewer, review_error, previews)
         desk.show_desk(await self.get_state(DeskState), view.desk, view.pending.interrupt_id if view.pending else "")
 
-    async def _fill_previews(self) -> None:
-        """The shown cards' effect previews, when ``_apply_view`` left them for later."""
-        await _panel().fill_previews(self)
+    async def _fill_previews(self, viewer: Principal | None = None) -> None:
+        """The person's kept choices on the shown cards and their effect previews, when ``_apply_view``
+        left them for later (``viewer``: the signed-in person as the caller just read them, None: read again)."""
+        await _panel().fill_previews(self, viewer)
 
     def _show_rows(self, rows: list[MessageRow]) -> None:
         """Keep the window: rows from ``_start`` on (new rows append below; earlier ones on request)."""

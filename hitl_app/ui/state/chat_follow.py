@@ -38,7 +38,7 @@ class RunFollowMixin(rx.State, mixin=True):
         _watch_id: str
 
         async def _apply_view(self, view: ThreadView, viewer: Principal | None = None, previews: bool = True) -> None: ...
-        async def _fill_previews(self) -> None: ...
+        async def _fill_previews(self, viewer: Principal | None = None) -> None: ...
         def _begin_stream(self) -> None: ...
         def _new_live_key(self) -> str: ...
         async def _run_ended(self, outcome: str | None, error: str | None) -> None: ...
@@ -136,8 +136,10 @@ class RunFollowMixin(rx.State, mixin=True):
     async def _settle(self, follow: Follow, event: Any) -> list[Any]:
         """A message boundary or the run's end: the committed messages come from the checkpoint,
         read while the session is re-read (``settled_view``) and this person's kept choices on a
-        pending review are read (``CardChoices.read_ahead``). A review's cards go to the page
-        first, their effect previews right after (``_fill_previews``)."""
+        pending review are read (``CardChoices.read_ahead``). A review's cards (their buttons, rights,
+        grants, deadline) go to the page first; the person's kept choices on them and their effect
+        previews right after, in a second delta (``_fill_previews``; issue 23: a review the run just
+        raised has no kept choice yet but in a rare race, and the card is not held for that read)."""
         pending = event.view.pending if event.view is not None else None
         if pending is not None and follow.viewer is not None:
             get_choices().read_ahead(pending.interrupt_id, follow.viewer)
@@ -151,7 +153,7 @@ class RunFollowMixin(rx.State, mixin=True):
                 await self._run_ended(event.outcome, event.error)
         if view is not None and view.pending is not None:
             async with self._if_mine(follow):
-                await self._fill_previews()
+                await self._fill_previews(follow.viewer)
         if event.kind == "boundary":
             return [live_script(follow.key, follow.seq, "", True)]
         if event.kind == "ended":

@@ -293,12 +293,34 @@ class InboxState(SessionState):
             return sign_in_redirect()
         return [*events, rx.call_script("hitlInboxPermission()", callback=InboxState.set_notify), InboxState.watch]
 
-    @rx.event
+    @rx.event(background=True)
     async def reread(self):
         """Re-read the inbox now: after this tab's own decision or Undo the count and the title
-        follow at once, not only when the review signal reaches the watcher."""
-        events = await self._read()
-        return sign_in_redirect() if events is None else [*events, ThreadListState.refresh]
+        follow at once, not only when the review signal reaches the watcher.
+
+        A background handler, as the watcher: the session and the inbox are read outside the tab's
+        lock (``checked_read``), which is taken only to show the read. A submission returns this
+        event beside the run it resumed, whose first text needs that lock: it no longer waits
+        behind this read (issue 23, submit -> first resumed token)."""
+        session, open_thread = session_key(self.router.headers.cookie), thread_id_of(self.router.url.path)
+        async with self:
+            pages = self.pages
+        stale = True
+        while stale:  # again when "Load more" added a page during the read
+            who, read = await checked_read(session, None, open_thread, pages)
+            async with self:
+                stale, pages = read is not None and self.pages != pages, self.pages
+                events = None if stale else self._show(read)
+                if who is not None and not stale:
+                    self._show_identity(who)
+                elif who is None:
+                    self._forget_identity()
+        if events is None:
+            yield sign_in_redirect()
+            return
+        for event in events:
+            yield event
+        yield ThreadListState.refresh
 
     @rx.event
     def set_notify(self, permission: Any) -> None:

@@ -131,13 +131,18 @@ class ReviewState(
 
     async def _fill_cards(self, owner: str, person: Principal | None = None, previews: bool = True) -> None:
         """After ``_show``: the person's kept choices back on blank cards (``_restore``; ``person``:
-        the signed-in person as the caller just read them, else read there), then (unless
-        ``previews`` is False: ``_fill_previews`` later) each card's effect preview (``owner``: the
-        thread's owner, whose workspace the calls act on)."""
-        await self._restore(person)
+        the signed-in person as the caller just read them, else read there), then each card's effect
+        preview (``owner``: the thread's owner, whose workspace the calls act on). ``previews`` False:
+        both later, with ``_fill_later`` (after the cards' delta went out)."""
         self._previews_owner = owner
         if previews:
-            await self._fill_previews()
+            await self._fill_later(person)
+
+    async def _fill_later(self, person: Principal | None = None) -> None:
+        """The second half of ``_fill_cards``: the kept choices (on the cards still blank: a pick made
+        since the cards showed stays) and the effect previews."""
+        await self._restore(person)
+        await self._fill_previews()
 
     async def _fill_previews(self) -> None:
         """Each shown card's effect preview, once per review in this tab (``desk.previews``)."""
@@ -273,9 +278,9 @@ async def _show_view_on_panel(
         await panel._fill_cards(view.owner, viewer, previews)
 
 
-async def _fill_previews_on_panel(chat: ChatState) -> None:
+async def _fill_previews_on_panel(chat: ChatState, viewer: Principal | None) -> None:
     panel = await chat.get_state(ReviewState)
-    await panel._fill_previews()
+    await panel._fill_later(viewer)
 
 
 async def _show_error_on_panel(chat: ChatState, message: str) -> None:

@@ -125,8 +125,7 @@ class SessionState(rx.State):
         """
         who = await current_principal(self)
         if who is None or who.must_change_password:
-            if self.user_name or self.user_role:
-                self.user_name = self.user_role = self.user_email = ""
+            self._forget_identity()
             return None
         self._show_identity(who)
         if self._claimed_for != who.account_id and is_browser_id(self.browser_id):
@@ -139,6 +138,11 @@ class SessionState(rx.State):
         role changed by an admin shows without a reload wherever a watcher re-read the session)."""
         if (self.user_name, self.user_role, self.user_email) != (who.display_name, who.role.value, who.email):
             self.user_name, self.user_role, self.user_email = who.display_name, who.role.value, who.email
+
+    def _forget_identity(self) -> None:
+        """Signed out: the user menu is emptied."""
+        if self.user_name or self.user_role:
+            self.user_name = self.user_role = self.user_email = ""
 
     async def _claim_legacy(self, who: Principal) -> None:
         """Threads this browser made before accounts (owned by its localStorage id) become

@@ -131,3 +131,16 @@ def test_test_only_states_exist_only_with_the_test_hooks_switch():
     assert "EditorTestState" not in normal
     assert {"ChatState", "ReviewState", "SessionState"} <= normal
 
+
+
+READ_OUTSIDE_THE_LOCK = {"InboxState.watch", "InboxState.reread", "ChatState.watch"}
+"""Handlers that read the database outside the tab's state lock (background handlers). A submission
+returns ``InboxState.reread`` beside the run it resumed, whose first text needs the tab's lock: as a
+plain handler its inbox read held that text back (issue 23, submit -> first resumed token)."""
+
+
+def test_the_handlers_that_read_beside_a_run_do_not_hold_the_tabs_lock():
+    """Each of ``READ_OUTSIDE_THE_LOCK`` is a background handler (it takes the lock only to show)."""
+    handlers = {f"{state['name']}.{name}": info for state in state_tree(False) for name, info in state["handlers"].items()}
+    held = [name for name in sorted(READ_OUTSIDE_THE_LOCK) if "rx.event(background=True)" not in handlers[name]["decorators"]]
+    assert held == [], f"handlers that read under the tab's lock: {held}"
