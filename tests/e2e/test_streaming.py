@@ -6,7 +6,18 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import buttons_on, cards, messages, normalize, open_new_thread, reply_to, send, streamed_lengths, wait_idle
+from tests.e2e.ui import (
+    buttons_on,
+    cards,
+    messages,
+    normalize,
+    open_new_thread,
+    reply_to,
+    send,
+    streamed_lengths,
+    wait_idle,
+    watch_streaming,
+)
 from tests.helpers.app_server import AppServer
 
 
@@ -27,6 +38,7 @@ def _settled_equals_checkpoint(page: Page, streamed: str) -> str:
 
 def test_reply_streams_in_place_and_matches_the_checkpoint(page: Page, paced_server: AppServer):
     open_new_thread(page, paced_server)
+    watch_streaming(page)
     send(page, "stream 60 words")
     lengths, streamed = streamed_lengths(page)
     assert len(lengths) >= 4, f"the reply did not grow visibly while streaming: {lengths}"
@@ -43,6 +55,7 @@ def test_reply_after_an_approval_streams_and_matches_the_checkpoint(page: Page, 
     expect(cards(page)).to_have_count(1)
     intro = messages(page, "assistant").first.inner_text()
     page.get_by_test_id("decision-approve").click()
+    watch_streaming(page)
     page.get_by_test_id("submit-decisions").click()
     lengths, streamed = streamed_lengths(page)
     assert len(lengths) >= 2, f"the resumed reply did not stream: {lengths}"

@@ -7,7 +7,6 @@ waits with Playwright's auto-retrying ``expect``; none of them reaches into app 
 from __future__ import annotations
 
 import re
-import time
 import uuid
 from pathlib import Path
 
@@ -109,31 +108,48 @@ def paste(locator: Locator, value: str) -> None:
     )
 
 
-def streamed_lengths(page: Page, until_gone_s: float = 60.0) -> tuple[list[int], str]:
-    """Watch the streaming bubble until it disappears.
+WATCH_STREAM_JS = """(thinking) => {
+  if (window.__hitlStream) return;
+  const seen = window.__hitlStream = {appeared: false, lengths: [], longest: ''};
+  const read = () => {
+    const b = document.querySelector('[data-testid=streaming-message]');
+    if (!b) return;
+    seen.appeared = true;
+    let text = b.innerText;
+    if (text.trim() === thinking) text = '';
+    if (text && (!seen.lengths.length || seen.lengths[seen.lengths.length - 1] !== text.length)) seen.lengths.push(text.length);
+    if (text.length > seen.longest.length) seen.longest = text;
+  };
+  seen.observer = new MutationObserver(read);
+  seen.observer.observe(document.body, {childList: true, subtree: true, characterData: true});
+  read();
+}"""
+"""Records, in the page, the streaming bubble's text length after every DOM change (an observer, not
+a poll: a loaded machine may leave a poll from the test process too slow to see a short reply grow)."""
 
-    Returns the distinct text lengths seen (in order) and the longest text seen. Polls about every
-    20 ms; raises AssertionError if the bubble is still there after ``until_gone_s`` seconds.
+
+def watch_streaming(page: Page) -> None:
+    """Start recording the streaming bubble's growth in ``page`` (``WATCH_STREAM_JS``); call it before
+    the action that starts the stream. ``streamed_lengths`` reads what it recorded."""
+    page.evaluate(WATCH_STREAM_JS, THINKING)
+
+
+def streamed_lengths(page: Page, until_gone_s: float = 60.0) -> tuple[list[int], str]:
+    """Wait for the streaming bubble to appear and then to disappear (``until_gone_s`` seconds at
+    most each), as recorded in the page since ``watch_streaming`` (started here if it was not).
+
+    Returns the distinct text lengths seen (in order) and the longest text seen.
     """
-    bubble = page.get_by_test_id("streaming-message")
-    expect(bubble).to_have_count(1)
-    lengths: list[int] = []
-    longest = ""
-    deadline = time.monotonic() + until_gone_s
-    while time.monotonic() < deadline:
-        text = page.evaluate(
-            "() => { const b = document.querySelector('[data-testid=streaming-message]'); return b ? b.innerText : null; }"
-        )
-        if text is None:
-            return lengths, longest
-        if text.strip() == THINKING:
-            text = ""
-        if text and (not lengths or len(text) != lengths[-1]):
-            lengths.append(len(text))
-        if len(text) > len(longest):
-            longest = text
-        page.wait_for_timeout(20)
-    raise AssertionError(f"the reply was still streaming after {until_gone_s} s (lengths {lengths[-5:]})")
+    watch_streaming(page)
+    page.wait_for_function("() => window.__hitlStream.appeared", timeout=until_gone_s * 1000)
+    page.wait_for_function(
+        "() => !document.querySelector('[data-testid=streaming-message]')", timeout=until_gone_s * 1000
+    )
+    seen = page.evaluate(
+        "() => { const s = window.__hitlStream; s.observer.disconnect(); window.__hitlStream = null;"
+        " return {lengths: s.lengths, longest: s.longest}; }"
+    )
+    return list(seen["lengths"]), str(seen["longest"])
 
 
 def normalize(text: str) -> str:
