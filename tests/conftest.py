@@ -59,8 +59,9 @@ def _slow_first(item: pytest.Item) -> int:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark e2e tests by path and PostgreSQL-parametrized tests by param; order the slow modules
-    first (xdist hands them out first) and the e2e tests last."""
+    """Mark e2e tests by path and PostgreSQL-parametrized tests by param; order the slow modules first
+    and the e2e tests last in a plain run. Under xdist's ``loadfile`` the scheduler hands out whole
+    files by its own rule (measured: this order does not change which worker gets which file)."""
     for item in items:
         if _under_e2e(item):
             item.add_marker(pytest.mark.e2e)
