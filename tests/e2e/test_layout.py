@@ -197,8 +197,8 @@ def test_a_user_message_renders_markdown_safely_and_its_fold_opens_by_keyboard(p
     expect(user.locator("strong").first).to_have_text("bold words")
     expect(user.locator("li").first).to_have_text("one")
     expect(user.locator("img")).to_have_count(0)  # the HTML is not an element
-    # the message shown at Send is replaced by the checkpoint's when the run ends (a new element, its
-    # fold closed again): under load that came after the Enter below, so the fold is opened after it
+    # once the run has ended: under load the Enter below, pressed while the run's deltas still re-drew
+    # the thread, once left the fold closed (a helper's run; the cause not pinned down)
     wait_idle(page)
     summary = fold.locator("summary")
     summary.focus()
