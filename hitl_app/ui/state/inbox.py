@@ -293,6 +293,30 @@ class InboxState(SessionState):
             return sign_in_redirect()
         return [*events, rx.call_script("hitlInboxPermission()", callback=InboxState.set_notify), InboxState.watch]
 
+    async def _read_and_show(
+        self, session: str, who: Principal | None, open_thread: str, pages: int, watch_id: str | None = None
+    ) -> tuple[Principal | None, list[Any] | None, int] | None:
+        """For a background handler: the inbox read outside the tab's lock (``checked_read``), shown
+        under it, and read again when "Load more" added a page meanwhile. The person's name and role
+        follow the read (e.g. the Metrics link after a role change).
+
+        Returns ``(who, events, pages)`` (``events`` None: signed out; ``pages``: as read), or None when
+        ``watch_id`` is given and a newer watcher took over the tab (nothing shown)."""
+        while True:
+            who, read = await checked_read(session, who, open_thread, pages)
+            async with self:
+                if watch_id is not None and self._watch_id != watch_id:
+                    return None
+                if read is not None and self.pages != pages:
+                    pages = self.pages
+                    continue
+                events = self._show(read)
+                if who is not None:
+                    self._show_identity(who)
+                else:
+                    self._forget_identity()
+                return who, events, pages
+
     @rx.event(background=True)
     async def reread(self):
         """Re-read the inbox now: after this tab's own decision or Undo the count and the title
@@ -305,16 +329,8 @@ class InboxState(SessionState):
         session, open_thread = session_key(self.router.headers.cookie), thread_id_of(self.router.url.path)
         async with self:
             pages = self.pages
-        stale = True
-        while stale:  # again when "Load more" added a page during the read
-            who, read = await checked_read(session, None, open_thread, pages)
-            async with self:
-                stale, pages = read is not None and self.pages != pages, self.pages
-                events = None if stale else self._show(read)
-                if who is not None and not stale:
-                    self._show_identity(who)
-                elif who is None:
-                    self._forget_identity()
+        shown = await self._read_and_show(session, None, open_thread, pages)
+        events = shown[1] if shown is not None else None
         if events is None:
             yield sign_in_redirect()
             return
@@ -359,16 +375,10 @@ class InboxState(SessionState):
                 # the database is read outside the tab's lock, and without taking it first (one
                 # lock per announcement): a watcher another worker's newer one retired finds out
                 # below, before it shows anything
-                stale = True
-                while stale:  # again when "Load more" added a page during the read
-                    last, (who, read) = who, await checked_read(session, who, thread_id_of(path), pages)
-                    async with self:
-                        if self._watch_id != me.watch_id:
-                            return
-                        stale, pages = read is not None and self.pages != pages, self.pages
-                        events = None if stale else self._show(read)
-                        if who is not None and not stale:
-                            self._show_identity(who)  # e.g. the Metrics link after a role change
+                last, shown = who, await self._read_and_show(session, who, thread_id_of(path), pages, me.watch_id)
+                if shown is None:
+                    return
+                who, events, pages = shown
                 if events is None:
                     yield await signed_out_redirect(last)
                     return
