@@ -182,7 +182,8 @@ def editor_test_page() -> rx.Component:
                         name, size="1", variant="outline", on_click=s.load(name), data_testid=f"sample-{name}"
                     ) for name in SAMPLES
                 ],
-                rx.badge(s.sample, data_testid="sample-name"),
+                # data-revision: 0 until the page's on_load ran (a pick before it was undone by it)
+                rx.badge(s.sample, data_testid="sample-name", custom_attrs={"data-revision": s.revision}),
             ),
             edit_mode_switch(s.mode, s.set_mode),
             rx.cond(
