@@ -270,8 +270,10 @@ async def _built_in_agent(settings: Settings, engines: Engines) -> AsyncIterator
 
 
 async def _mcp_tools(settings: Settings) -> tuple[Any, list[Any], dict[str, Any]]:
-    """``(McpServers or None, the MCP tools' rules, their origins)`` from ``HITL_MCP`` and ``HITL_POLICY``."""
-    from hitl_app.agent.mcp.client import connect_servers
+    """``(McpServers or None, the MCP tools' rules, their origins)`` from ``HITL_MCP`` and ``HITL_POLICY``.
+
+    The MCP client (``mcp``, ``langchain-mcp-adapters``: ~1 s of imports) is imported only when servers
+    are configured, so an app without MCP servers does not pay for it at every start."""
     from hitl_app.agent.mcp.config import load_mcp_config
     from hitl_app.agent.mcp.policy import check_mcp_tables, mcp_rules
     from hitl_app.agent.policy import read_policy_tables
@@ -284,6 +286,8 @@ async def _mcp_tools(settings: Settings) -> tuple[Any, list[Any], dict[str, Any]
                      loaded={}, source=source)
     if not servers:
         return None, [], {}
+    from hitl_app.agent.mcp.client import connect_servers
+
     mcp = await connect_servers(servers, timeout_s=settings.mcp_timeout_s, max_result_chars=settings.tool_result_max_bytes)
     try:
         check_mcp_tables(server_tables=server_tables, tool_tables=mcp_tool_tables, configured=[s.name for s in servers],

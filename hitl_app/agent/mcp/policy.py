@@ -31,9 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from hitl_app.agent.mcp.elicit import QUESTION_SUFFIX
 from hitl_app.agent.policy import PolicyError, PolicyRule, rule_from_table
 from hitl_app.review.tool_origin import ToolOrigin, hint_words
+from hitl_app.review.types import QUESTION_SUFFIX
 
 SERVER_ONLY_KEYS = frozenset({"trusted"})
 """Keys of ``[servers.<name>]`` that are not rule keys."""
