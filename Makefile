@@ -92,22 +92,17 @@ test-one: setup setup-dev
 E2E_WORKERS ?= 2
 E2E_XDIST = $(if $(filter 0 1,$(E2E_WORKERS)),,-n $(E2E_WORKERS) --dist loadfile)
 
-# Every test, in two pytest passes run at the same time: sync Playwright (the browser tests) keeps an event
-# loop running in the main thread for the rest of its session, which pytest-asyncio's tests cannot share.
-# Much of either pass waits (servers starting, paced replies, deadlines), so the two together fill the
-# cores that one leaves idle. The browser pass writes to a log that is printed whole after the non-browser
-# pass (its lines are not interleaved). Both passes share one folder of front-end builds
-# (tests/helpers/app_server.py: the pages are built once for the whole run). Each prints its 25 slowest.
+# Every test, in two pytest passes: sync Playwright (the browser tests) keeps an event loop running in the
+# main thread for the rest of its session, which pytest-asyncio's tests cannot share. Both passes share one
+# folder of front-end builds (tests/helpers/app_server.py: the pages are built once for the whole run).
+# Each pass prints its 25 slowest tests; the browser pass runs also when the first failed (one CI run tells both).
 test: lint setup setup-browser
-	@shared=$$(mktemp -d -t hitl-shared-builds-XXXXXX); browser=; \
-	trap '[ -n "$$browser" ] && kill $$browser 2>/dev/null; rm -rf "$$shared"' EXIT; \
-	export HITL_TEST_SHARED_BUILDS="$$shared"; browser_log="$$shared/browser-pass.log"; \
-	echo '$(PYTEST) $(E2E_XDIST) -m e2e --durations=25 $(PYTEST_ARGS)  (in the background; its output follows)'; \
-	$(PYTEST) $(E2E_XDIST) -m e2e --durations=25 $(PYTEST_ARGS) >"$$browser_log" 2>&1 & browser=$$!; \
+	@shared=$$(mktemp -d -t hitl-shared-builds-XXXXXX); trap 'rm -rf "$$shared"' EXIT; \
+	export HITL_TEST_SHARED_BUILDS="$$shared"; \
 	echo '$(PYTEST) $(XDIST) -m "not e2e" --durations=25 $(PYTEST_ARGS)'; \
 	$(PYTEST) $(XDIST) -m "not e2e" --durations=25 $(PYTEST_ARGS); first=$$?; \
-	wait $$browser; second=$$?; browser=; \
-	echo '--- the browser pass:'; cat "$$browser_log"; \
+	echo '$(PYTEST) $(E2E_XDIST) -m e2e --durations=25 $(PYTEST_ARGS)'; \
+	$(PYTEST) $(E2E_XDIST) -m e2e --durations=25 $(PYTEST_ARGS); second=$$?; \
 	echo "make test: non-browser pass exit $$first, browser pass exit $$second"; \
 	[ $$first -eq 0 ] && [ $$second -eq 0 ]
 
