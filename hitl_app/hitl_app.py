@@ -1,8 +1,20 @@
 """The Reflex app: pages and the lifespan that opens the database, checkpointer and agent once."""
 
 # Tested by: tests/e2e/test_chat_flow.py - every browser test serves this app
+# ruff: noqa: E402 - the imports come after the collector is paused (below)
 
 from __future__ import annotations
+
+import gc
+
+# Start-up: no garbage collection while the app's modules load (LangChain, LangGraph, SQLAlchemy and
+# Reflex make a great many long-lived objects, and the collector kept scanning them: ~17% of the import's
+# CPU, bench/README.md round 12), then those objects are frozen out of the collector's view before
+# gunicorn's preloading master forks its workers. This is the order Python's documentation gives for a
+# preforking server (https://docs.python.org/3.11/library/gc.html#gc.freeze: "call gc.disable() early in
+# the parent process, gc.freeze() right before fork()"); the collector runs again at the end of this module.
+_GC_WAS_ON = gc.isenabled()
+gc.disable()
 
 import contextlib
 import os
@@ -155,3 +167,9 @@ app.add_page(grants_page, route="/grants", on_load=[GrantsState.load, InboxState
 app.add_page(metrics_page, route="/metrics", on_load=[MetricsState.load, InboxState.refresh], title="hitl_app · metrics")
 if TEST_HOOKS:
     editor_page.register_test_pages(app)  # /test/editor
+
+# The modules are loaded: what they made lives as long as the process, so the collector need not scan it
+# again (and a forked worker does not copy those pages by touching their GC headers); collect as before.
+gc.freeze()
+if _GC_WAS_ON:
+    gc.enable()
