@@ -37,6 +37,7 @@ from hitl_app.auth.types import AccountDisabled, AuthConfig, AuthError, Role
 from hitl_app.logsafe import one_log_line
 from hitl_app.settings import Settings, get_settings
 from hitl_app.store import accounts as db
+from hitl_app.tls import client_ssl_context
 
 log = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ class OidcClient:
         return AsyncOAuth2Client(
             client_id=self.settings.client_id, client_secret=self.settings.client_secret,
             scope="openid email profile", redirect_uri=redirect_uri, code_challenge_method="S256", timeout=10,
+            verify=client_ssl_context(),
         )
 
     async def metadata(self) -> dict[str, Any]:
@@ -133,7 +135,7 @@ class OidcClient:
 
     async def _get_json(self, url: str) -> dict[str, Any]:
         try:
-            async with httpx.AsyncClient(timeout=10) as http:
+            async with httpx.AsyncClient(timeout=10, verify=client_ssl_context()) as http:
                 response = await http.get(url)
                 response.raise_for_status()
                 return response.json()

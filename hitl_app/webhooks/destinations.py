@@ -34,6 +34,8 @@ from urllib.parse import urlsplit
 import httpcore
 import httpx
 
+from hitl_app.tls import client_ssl_context
+
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -149,9 +151,9 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
 def guarded_client(timeout_s: float, allowed: Sequence[Network] = ()) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient`` whose every connection obeys the rule (``GuardedBackend``); no
     redirects followed, no proxy from the environment."""
-    transport = httpx.AsyncHTTPTransport()
+    context = client_ssl_context()
+    transport = httpx.AsyncHTTPTransport(verify=context)
     # httpx 0.28 builds its httpcore pool in the transport; the same pool, with the guarded backend
-    transport._pool = httpcore.AsyncConnectionPool(ssl_context=httpx.create_ssl_context(),
-                                                   network_backend=GuardedBackend(allowed))
+    transport._pool = httpcore.AsyncConnectionPool(ssl_context=context, network_backend=GuardedBackend(allowed))
     return httpx.AsyncClient(transport=transport, follow_redirects=False, timeout=httpx.Timeout(timeout_s),
                              trust_env=False)

@@ -170,3 +170,29 @@ def test_workspace_set_up_by_several_processes_at_once_seeds_once(tmp_path):
     assert conn.execute("SELECT count(*) FROM records").fetchone()[0] == len(SEED_RECORDS)
     conn.close()
     assert (tmp_path / "files" / "anonymous" / "notes" / "old.txt").exists()
+
+
+def test_tools_built_for_a_second_workspace_act_on_it_alone_and_describe_themselves_alike(tmp_path):
+    """The argument schemas are inferred once per process (``tools._ARGS_SCHEMAS``); the tools built
+    after that are still bound to their own workspace, and the model is shown the same tools."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from hitl_app.agent.tools import build_tools
+    from hitl_app.agent.workspace import DemoWorkspace
+    from hitl_app.store.db import make_engines
+
+    spaces = []
+    for name in ("a", "b"):
+        engines = make_engines(f"sqlite:///{tmp_path / name / 'app.sqlite'}")
+        ws = DemoWorkspace(tmp_path / name / "files", engines.sync, tmp_path / name / "demo.sqlite")
+        ws.ensure()
+        spaces.append((ws, {t.name: t for t in build_tools(ws)}))
+    (first, first_tools), (second, second_tools) = spaces
+    assert call(second_tools["write_file"], "w1", path="only-b.txt", content="b").status != "error"
+    assert (second.space().files_dir / "only-b.txt").read_text() == "b"
+    assert not (first.space().files_dir / "only-b.txt").exists()
+    bad = call(second_tools["send_email"], "e1", to="not an address", subject="s", body="b")
+    assert bad.status == "error" and "valid email address" in bad.text
+    assert [convert_to_openai_tool(t) for t in first_tools.values()] == [
+        convert_to_openai_tool(t) for t in second_tools.values()
+    ]
