@@ -70,7 +70,7 @@ PYTEST := $(PY) -m pytest -q -p no:cacheprovider
 # The non-browser pass runs on PYTEST_WORKERS xdist workers (0 = no xdist). `loadfile`: a module's tests
 # share a worker, so a module's app servers start once. (Not `loadgroup`: with pytest 9.2 and xdist 3.8 it
 # groups nothing, pytest-xdist #1386, and every worker started its own copy of a module's servers.)
-PYTEST_WORKERS ?= 3
+PYTEST_WORKERS ?= 4
 XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
 
 lint: setup-dev

@@ -15,7 +15,9 @@ Phrases (the demo model's): ``email bob@example.com about the report: ready``, `
 
 The effects are kept in the graph's own state (the tool results in the thread) and, for tests, one JSON
 line per call in ``$DEPLOYED_AGENT_ACTIONS`` when it is set. ``DEPLOYED_AGENT_WPS`` sets the model's pace
-(words per second, default 30; 0 = no pacing).
+(words per second, default 30; 0 = no pacing). ``DEPLOYED_AGENT_HOLD`` (tests) names a file: while it exists,
+a reply stops after its first 100 words and goes on once the file is removed, so a test can restart the
+app in the middle of a run without relying on a slow pace.
 
 Run (README "A deployed agent"): ``cd examples/deployed_agent && langgraph dev --no-browser --port 2024``.
 """
@@ -25,10 +27,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import AsyncIterator
 from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import HumanInTheLoopMiddleware
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGenerationChunk
 from langchain_core.tools import tool
 
 from hitl_app.agent.demo import DemoChatModel
@@ -90,9 +96,32 @@ INTERRUPT_ON: dict[str, Any] = {
 """The deployment's own policy: the upper bound of what a card in hitl_app offers."""
 
 
+class HeldDemoModel(DemoChatModel):
+    """The demo model, held after ``hold_after_words`` words of a reply while the file ``hold_file`` exists
+    (``""``: never held, the demo model as it is)."""
+
+    hold_file: str = ""
+    hold_after_words: int = 100
+
+    async def _astream(
+        self, messages: list[BaseMessage], stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        words = 0
+        async for chunk in super()._astream(messages, stop, run_manager, **kwargs):
+            yield chunk
+            if chunk.message.content:
+                words += 1
+                if words == self.hold_after_words:
+                    # off the event loop: the dev server refuses blocking calls in graph code
+                    while self.hold_file and await asyncio.to_thread(os.path.exists, self.hold_file):
+                        await asyncio.sleep(0.05)
+
+
 def make_graph() -> Any:
     """The compiled agent the server serves (the server adds its own checkpointer)."""
-    model = DemoChatModel(words_per_second=float(os.environ.get("DEPLOYED_AGENT_WPS", "30")))
+    model = HeldDemoModel(words_per_second=float(os.environ.get("DEPLOYED_AGENT_WPS", "30")),
+                          hold_file=os.environ.get("DEPLOYED_AGENT_HOLD", ""))
     return create_agent(
         model,
         [send_email, delete_file, ask_user, slow_task, read_data],

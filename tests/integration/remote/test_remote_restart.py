@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from langgraph_sdk import get_client
@@ -19,15 +20,20 @@ OWNER = "owner-c23"
 
 
 @pytest.fixture(scope="module")
-def paced(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LangGraphDev]:
-    """A deployment whose model streams 40 words per second (runs that last a few seconds)."""
-    server = LangGraphDev(tmp_path_factory.mktemp("langgraph-paced"), wps=40)
+def held(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LangGraphDev, Path]]:
+    """A deployment whose replies stop after 100 words while the returned file exists
+    (``DEPLOYED_AGENT_HOLD``): a run that lasts until the test lets it go on."""
+    folder = tmp_path_factory.mktemp("langgraph-held")
+    hold = folder / "hold"
+    server = LangGraphDev(folder / "server", wps=200, env={"DEPLOYED_AGENT_HOLD": str(hold)})
     server.start()
-    yield server
+    yield server, hold
     server.close()
 
 
-async def test_c23_a_restarted_app_joins_the_deployed_run_and_never_runs_it_twice(paced, tmp_path):
+async def test_c23_a_restarted_app_joins_the_deployed_run_and_never_runs_it_twice(held, tmp_path):
+    paced, hold = held
+    hold.touch()
     t = str(uuid.uuid4())
     db = tmp_path / "hitl.sqlite"
     async with remote_service(paced.url, db) as first:
@@ -49,6 +55,8 @@ async def test_c23_a_restarted_app_joins_the_deployed_run_and_never_runs_it_twic
         assert await second.is_running(t)
         streamed = []
         async for event in second.subscribe(t):
+            if hold.exists():  # subscribed (its first event is the text so far): now the server's run goes on
+                hold.unlink()
             if event.kind == "text":
                 streamed.append(event.delta or "")
             if event.kind == "ended":

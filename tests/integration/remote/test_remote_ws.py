@@ -71,33 +71,38 @@ async def test_an_app_restart_mid_review_keeps_the_review(app, deployment):
 
 
 async def test_c23_the_app_restarts_mid_run_and_joins_the_deployed_run(tmp_path):
-    """The app stops (SIGTERM) while a deployed run streams (50 s of it); the run goes on on the server; the app that comes
-    back joins it when the thread is opened: the reply ends once, whole, and the server ran one run."""
+    """The app stops (SIGTERM) while a deployed run streams (held after 100 words until the test lets it
+    go: ``DEPLOYED_AGENT_HOLD``); the run goes on on the server; the app that comes back joins it when the
+    thread is opened: the reply ends once, whole, and the server ran one run."""
     from langgraph_sdk import get_client
 
     from hitl_app.agent.demo import demo_words
 
-    with LangGraphDev(tmp_path / "paced", wps=40) as paced:
-        server = AppServer(tmp_path / "app", env={"HITL_AGENT_URL": paced.url}, frontend=False)
+    hold = tmp_path / "hold"
+    hold.touch()
+    with LangGraphDev(tmp_path / "held", wps=200, env={"DEPLOYED_AGENT_HOLD": str(hold)}) as held:
+        server = AppServer(tmp_path / "app", env={"HITL_AGENT_URL": held.url}, frontend=False)
         server.start()
         try:
             t = str(uuid.uuid4())
             async with WsClient(server.url) as tab:
                 await tab.load_thread(t)
                 await tab.send("stream 2000 words")
-                await tab.wait_for(lambda c: sum("hitlLive" in str(e.get("payload")) for e in c.events) >= 5, timeout=60,
-                                   what="the reply streams")
+                await tab.wait_for(lambda c: any("hitlLive" in str(e.get("payload")) and "brown fox" in str(e.get("payload"))
+                                                 for e in c.events), timeout=60, what="the reply streams")
                 browser = tab.browser_id
             server.stop()
-            assert len(await get_client(url=paced.url).runs.list(t, status="running")) == 1
+            assert len(await get_client(url=held.url).runs.list(t, status="running")) == 1
             server.start()
             async with WsClient(server.url, browser_id=browser) as tab:
                 await tab.load_thread(t)
+                await tab.wait_for(lambda c: c.chat.get("status") == "running", timeout=60, what="the tab joins the run")
+                hold.unlink()  # the server's run goes on
                 await tab.wait_for(lambda c: c.chat.get("status") == "idle" and not c.chat.get("streaming")
                                    and any(m.get("role") == "assistant" for m in c.chat.get("messages") or []),
                                    timeout=150, what="the joined run ends")
                 assistant = [m["text"] for m in tab.chat["messages"] if m.get("role") == "assistant"]
                 assert assistant == [demo_words(2000)]
-            assert len(await get_client(url=paced.url).runs.list(t)) == 1
+            assert len(await get_client(url=held.url).runs.list(t)) == 1
         finally:
             server.stop()
