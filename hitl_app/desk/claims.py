@@ -1,5 +1,6 @@
-"""The review claim's upkeep: the "requested" row, releasing a claim, and the run that resumes a
-claimed review (``ReviewClaims.resume``, the one place a review's decisions become ``Command(resume=...)``).
+"""The review claim's upkeep: the "requested" row, releasing a claim, waiting out the run that raised a
+review (``after_pausing_run``), and the run that resumes a claimed review (``ReviewClaims.resume``, the one
+place a review's decisions become ``Command(resume=...)``).
 
 ``ReviewClaims`` is composed by ``ThreadService`` (``service.claims``) from what it needs: a session
 factory, the thread locks, a reader of the pending review, the run driver and the run bus.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
@@ -37,6 +39,8 @@ still starting in another worker; after this long (the Redis run lease's lifetim
 ``load`` then releases it, and the reviewer decides again: a resume nobody saw run is not replayed
 later on its own (the thread may have been opened hours after)."""
 
+PAUSING_RUN_WAIT_S = 15.0
+"""The longest a decision waits (seconds) for the run that raised its review to end (``after_pausing_run``)."""
 
 _WRITING: set[asyncio.Task[None]] = set()
 """The index writes ``index_resumed`` left running (held here so that they are not collected)."""
@@ -78,6 +82,31 @@ class ReviewClaims:
             return False
         await self.bus.reviews.announce()
         return True
+
+    async def after_pausing_run(self, thread_id: str, interrupt_id: str) -> None:
+        """Return once the run that raised the review ``interrupt_id`` has ended (at most ``PAUSING_RUN_WAIT_S``).
+
+        The review is in the checkpoint a moment before that run ends: the run still asks the grants,
+        reads the thread back and writes its end under the thread lock (``RunDriver._settle``). A tab that
+        reads the thread then, or an API client, may already decide it, and "a run is live" must not
+        refuse that as already decided while nothing ran. A live run on an unclaimed review is that
+        pausing run (a run that resumes a review holds its claim), so this waits for it: this process's
+        run task, or another worker's lease looked at every 50 ms. Returns at once when no run is live or
+        the review is claimed. Call it without the thread lock (the run's end takes it); the caller's
+        own checks under the lock follow, and refuse as before if the run is still live.
+        """
+        if not await self.is_running(thread_id):
+            return
+        async with self.session() as session:
+            if await reviews.is_claimed(session=session, interrupt_id=interrupt_id):
+                return
+        task = self.runs.tasks.get(thread_id)
+        if task is not None:
+            await asyncio.wait({task}, timeout=PAUSING_RUN_WAIT_S)
+            return
+        deadline = time.monotonic() + PAUSING_RUN_WAIT_S
+        while time.monotonic() < deadline and await self.is_running(thread_id):
+            await asyncio.sleep(0.05)
 
     async def note_review(self, review: PendingReview) -> datetime:
         """Write the review's "requested" row; release an abandoned claim on it (no live run, older

@@ -232,6 +232,7 @@ class ThreadService:
         """``submit_review`` without the refusal log."""
         if person is None:
             raise ThreadError("Sign in to decide reviews.", code="forbidden")
+        await self.claims.after_pausing_run(thread_id, interrupt_id)  # the run that raised it may still be ending
         async with self._lock(thread_id):
             if await self.is_running(thread_id):
                 raise ReviewError(ALREADY_DECIDED, code="stale")

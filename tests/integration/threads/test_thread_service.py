@@ -408,3 +408,27 @@ async def test_a_claim_left_by_a_crashed_run_is_released_when_the_thread_is_load
     assert mails_to(service, "hal@example.com") == 1
     with Session(service.engines.sync) as s:
         assert [r.reviewer for r in s.exec(select(AuditRecord).where(AuditRecord.thread_id == t))] == ["Dana"]
+
+
+async def test_a_decision_that_comes_while_the_pausing_run_writes_its_end_goes_on(service):
+    """A review is in the checkpoint a moment before the run that raised it has ended (that run still asks
+    the grants, reads the thread back and writes its end). A decision that comes then (a tab that read the
+    thread, an API client) waits for that run and goes on: it is not refused as "already decided (the
+    agent went on)" while nothing ran (seen under load in CI: the card stayed, with that sentence)."""
+    from hitl_app.threads.views import thread_view_from_snapshot
+
+    caught = 0
+    for i in range(8):
+        t = tid()
+        await service.start_turn(t, f"email w{i}@example.com about race: {i}", owner=OWNER)
+        pending = None
+        while pending is None:  # every read yields to the run
+            running = await service.is_running(t)
+            pending = thread_view_from_snapshot(t, await service.graph.aget_state(service.config(t))).pending
+            assert pending is not None or running, "the run ended without a review"
+        caught += running and await service.is_running(t)
+        await service.submit_review(t, pending.interrupt_id, [{"type": "approve"}], person=BrowserPerson(OWNER, "Dana"))
+        await service.wait(t)
+        assert mails_to(service, f"w{i}@example.com") == 1
+        assert_pairing(await messages(service, t))
+    assert caught, "no decision came while the pausing run was still live: the case was not tried"
