@@ -1,6 +1,6 @@
 # hitl_app: `make run` serves the app on its embedded defaults; `make test` runs every test.
 # While developing: `make check` (lint + unit tests, < 1 min) before each commit, `make test-fast` (no browser,
-# no PostgreSQL, about 5 min), `make test-one T=tests/path.py::name`. README "Developing" says when.
+# no PostgreSQL, about 4 ½ min), `make test-one T=tests/path.py::name`. README "Developing" says when.
 # Nothing here downloads anything but packages from PyPI, npm and Debian.
 
 SHELL := /bin/bash
