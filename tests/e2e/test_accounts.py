@@ -165,6 +165,10 @@ def test_first_run_admin_invite_temporary_password_sign_in_out_and_disable(fresh
     expect(row).to_contain_text("disabled")
     expect(page.get_by_text("Account disabled: its open tabs are signed out now.")).to_be_visible()
     rita.wait_for_url(SIGN_IN_URL)
+    # the sign-in page says why she is there once it has loaded; she signs in after reading it (filling the
+    # form before the page's load event finished lost the attempt in a loaded CI run)
+    expect(rita.get_by_test_id("auth-error")).to_have_text(
+        "Your account was disabled, so you were signed out. Ask an admin to enable it again.")
     fill_and_submit(rita, email="rita@example.com", password="rita's password")
     expect(rita.get_by_test_id("auth-error")).to_have_text("This account is disabled")
 
