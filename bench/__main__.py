@@ -35,9 +35,11 @@ INJECT = Path(__file__).resolve().parent / "_inject"
 def _config(smoke: bool, repeats: int | None) -> dict[str, Any]:
     if smoke:
         return {"wps": 100, "n_main": 100, "n_ws": [50, 100], "repeats": repeats or 1, "review_repeats": 1, "burst_n": 300,
-                "conc_sessions": [1, 3], "conc_words": 20, "conc_wps": 20, "long_messages": 100, "smoke": True}
+                "conc_sessions": [1, 3], "conc_words": 20, "conc_wps": 20, "long_sizes": [50, 100], "scroll_s": 5,
+                "memory_counts": [1, 3], "smoke": True}
     return {"wps": 100, "n_main": 2000, "n_ws": [200, 2000], "repeats": repeats or 3, "review_repeats": 5, "burst_n": 2000,
-            "conc_sessions": [1, 10, 50], "conc_words": 200, "conc_wps": 20, "long_messages": 1000}
+            "conc_sessions": [1, 10, 50], "conc_words": 200, "conc_wps": 20, "long_sizes": [50, 10_000], "scroll_s": 20,
+            "memory_counts": [1, 100, 1000]}
 
 
 def _server(data_dir: Path, wps: float, trace_dir: Path, desk_off: bool = False):
@@ -84,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="small N, 1 repeat, few sessions (CI; < 3 minutes)")
     parser.add_argument("--repeats", type=int, default=None, help="repeated runs per measurement (default 3)")
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/<time>[-smoke].json)")
-    parser.add_argument("--sections", default="1,2,3,4,5,6,7", help="which sections to run, e.g. 1,2")
+    parser.add_argument("--sections", default="1,2,3,4,5,6,7,8", help="which sections to run, e.g. 1,2")
     parser.add_argument("--label", default="", help="a label stored in the JSON (e.g. before/after)")
     args = parser.parse_args(argv)
     cfg = _config(args.smoke, args.repeats)
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         if want & {2, 3, 6}:
             data = tmp / "paced"
             trace = data / "trace"
-            long_tid = seed.seed_long_thread(data, cfg["long_messages"]) if 6 in want else None
+            long_tids = {n: seed.seed_long_thread(data, n) for n in cfg["long_sizes"]} if 6 in want else {}
             server = _server(data, cfg["wps"], trace)
             try:
                 if 2 in want:
@@ -138,12 +140,13 @@ def main(argv: list[str] | None = None) -> int:
                                 return out
                             _guard(results, "browser", sec3)
                         if 6 in want:
-                            _guard(
-                                results, "long_thread",
-                                lambda: _long_summary(
-                                    [bb.open_long_thread(long_tid, cfg["long_messages"]) for _ in range(cfg["repeats"])]
-                                )
-                            )
+                            # the long one is also scrolled to its first message (earlier pages load as it goes)
+                            _guard(results, "long_thread", lambda: {
+                                str(n): _long_summary([
+                                    bb.open_long_thread(tid, n, scroll_s=cfg["scroll_s"] if n > 50 else 0)
+                                    for _ in range(cfg["repeats"])
+                                ]) for n, tid in long_tids.items()
+                            })
                     finally:
                         bb.close()
             finally:
@@ -186,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
             from bench.deployed import run_deployed
 
             _guard(results, "deployed", lambda: run_deployed(cfg, tmp / "deployed", _browser_summary))
+        if 8 in want:
+            from bench.memory import run_memory
+
+            _guard(results, "memory", lambda: run_memory(tmp / "memory", cfg["memory_counts"]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     results["total_s"] = round(time.monotonic() - started, 1)
@@ -250,6 +257,9 @@ def _browser_summary(runs: list[dict[str, Any]], reviews: list[dict[str, Any]], 
     }
 
 
+SCROLL_KEYS = ("scroll_ms", "scroll_longest_task_ms", "scroll_long_tasks", "scroll_elements_after")
+
+
 def _long_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "messages_in_dom": runs[0]["messages_in_dom"] if runs else 0,
@@ -257,6 +267,9 @@ def _long_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "card_visible_ms": summary([r["card_visible_ms"] for r in runs]),
         "first_click_round_trip_ms": summary([r["first_click_round_trip_ms"] for r in runs]),
         "longest_task_ms": summary([r["longest_task_ms"] for r in runs]),
+        "elements": summary([r["elements"] for r in runs]),
+        **{k: summary([r[k] for r in runs if k in r]) for k in SCROLL_KEYS},
+        "scroll_reached_first": all(r.get("scroll_reached_first") for r in runs) if "scroll_ms" in runs[0] else None,
         "runs": runs,
     }
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-SECTIONS = ("floor", "ws", "browser", "burst", "concurrency", "long_thread", "deployed")
+SECTIONS = ("floor", "ws", "browser", "burst", "concurrency", "long_thread", "deployed", "memory")
 
 
 def _g(d: Any, *path: str) -> Any:
@@ -120,10 +120,11 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
                 "3 browser", "browser floor (blank page, a word per token) main-thread ms | CPU ms / token",
                 fp.get("main_thread_ms_per_token"), fp.get("main_thread_cpu_ms_per_token")
             )
+            cpu_ratio = _ratio(_g(br, "main_thread_cpu_ms_per_token", "median"), fp.get("main_thread_cpu_ms_per_token"))
             add(
                 "3 browser", "browser floor: renderer CPU ms / token; page/floor main-thread CPU",
-                fp.get("renderer_cpu_ms_per_token"),
-                _ratio(_g(br, "main_thread_cpu_ms_per_token", "median"), fp.get("main_thread_cpu_ms_per_token"))
+                fp.get("renderer_cpu_ms_per_token"), cpu_ratio, "page/floor <= 1.2 (filed: 1.37 / 0.74 = 1.85)",
+                None if cpu_ratio is None else cpu_ratio <= 1.2
             )
         add(
             "3 browser", "longest task ms; long tasks (>50 ms) per reply", _g(br, "longest_task_ms", "median"),
@@ -179,21 +180,73 @@ def rows(r: dict[str, Any]) -> list[tuple[str, str, Any, Any, str, bool | None]]
         )
         add("5 concurrency", f"{k} sessions: errors", c["errors"], None, "0", c["errors"] == 0)
         add("5 concurrency", f"{k} sessions: backend RSS MB (before | peak)", c.get("rss_mb_before"), c.get("rss_mb_peak"))
-    lo = r.get("long_thread", {})
-    if "error" in lo:
-        add("6 long thread", "error", lo["error"])
-    elif lo:
-        m = _g(lo, "interactive_ms", "median")
-        add(
-            "6 long thread", f"{lo.get('messages_in_dom')} messages + review: navigation -> interactive ms", m,
-            _g(lo, "interactive_ms", "p95"), "<= 1000", None if m is None else m <= 1000
-        )
-        add(
-            "6 long thread", "first click round trip ms; longest task ms", _g(lo, "first_click_round_trip_ms", "median"),
-            _g(lo, "longest_task_ms", "median")
-        )
+    _long_thread_rows(r, add)
     _deployed_rows(r, add)
+    _memory_rows(r, add)
     return out
+
+
+LONG_TARGETS = {50: (400, "filed: 854"), 10_000: (1000, "")}
+"""Navigation -> interactive (ms) by thread size: issue 23's targets, and the figure it was filed with."""
+
+
+def _long_thread_rows(r: dict[str, Any], add: Any) -> None:
+    """Section 6: opening a thread with a pending review at each size, and scrolling the long one to its top."""
+    lt = r.get("long_thread", {})
+    if "error" in lt:
+        add("6 long thread", "error", lt["error"])
+        return
+    for n, lo in lt.items():
+        if not isinstance(lo, dict) or "interactive_ms" not in lo:
+            continue
+        m, limit = _g(lo, "interactive_ms", "median"), LONG_TARGETS.get(int(n), (None, ""))
+        target = f"<= {limit[0]}" + (f" ({limit[1]})" if limit[1] else "") if limit[0] else ""
+        add("6 long thread", f"{int(n):,} messages + review: navigation -> interactive ms", m, _g(lo, "interactive_ms", "p95"),
+            target, None if m is None or not limit[0] else m <= limit[0])
+        add("6 long thread", f"{int(n):,}: first click round trip ms; longest task ms",
+            _g(lo, "first_click_round_trip_ms", "median"), _g(lo, "longest_task_ms", "median"))
+        add("6 long thread", f"{int(n):,}: DOM elements once open | after scrolling to the top", _g(lo, "elements", "median"),
+            _g(lo, "scroll_elements_after", "median"), "flat (not growing with the thread)")
+        if lo.get("scroll_reached_first") is not None:
+            tasks = _g(lo, "scroll_long_tasks", "median")
+            add("6 long thread", f"{int(n):,}: scrolling to the top: long tasks (> 50 ms); longest task ms", tasks,
+                _g(lo, "scroll_longest_task_ms", "median"), "0", None if tasks is None else tasks == 0)
+            add("6 long thread", f"{int(n):,}: scrolling to the top: first message reached; ms", lo["scroll_reached_first"],
+                _g(lo, "scroll_ms", "median"))
+
+
+def _memory_rows(r: dict[str, Any], add: Any) -> None:
+    """Section 8 (``bench/memory.py``): a worker with no tab, and per idle tab / per open review as they grow."""
+    me = r.get("memory", {})
+    if "error" in me:
+        add("8 memory", "error", me["error"])
+        return
+    if not me:
+        return
+    procs = {p["role"]: p for p in _g(me, "no_tab", "processes") or []}
+    worker = procs.get("worker", {})
+    add("8 memory", "no tab, just started: worker RSS | PSS MB", worker.get("rss_mb"), worker.get("pss_mb"),
+        "measure (filed: ~490 MB, pages served)")
+    add("8 memory", "no tab: gunicorn master | Reflex CLI RSS MB", _g(procs, "gunicorn master", "rss_mb"),
+        _g(procs, "reflex cli", "rss_mb"))
+    add("8 memory", "no tab: the three processes' RSS summed | PSS summed MB",
+        sum(p.get("rss_mb") or 0 for p in procs.values()), _g(me, "no_tab", "total_pss_mb"),
+        "RSS summed counts the pages the master shares with its worker twice")
+    for key, label in (("idle_tabs", "idle tabs"), ("open_reviews", "open reviews (a tab on each card)")):
+        part = me.get(key) or {}
+        first = {p["role"]: p for p in _g(part, "after_first_tab", "processes") or []}.get("worker", {})
+        if key == "idle_tabs":
+            add("8 memory", "after one tab came and went: worker RSS | PSS MB", first.get("rss_mb"), first.get("pss_mb"))
+        steps = part.get("steps") or []
+        for step in steps:
+            add("8 memory", f"{label}: {step['open']} of {step['tabs']} open: worker PSS KB per tab; open s",
+                step["kb_per_tab"], step["open_s"])
+        if len(steps) >= 2:
+            mid, last = steps[-2]["kb_per_tab"], steps[-1]["kb_per_tab"]
+            ratio = _ratio(last, mid)
+            add("8 memory", f"{label}: per tab at {steps[-1]['tabs']} / at {steps[-2]['tabs']}; errors", ratio,
+                part.get("errors"), "flat: <= 1.2; 0 errors",
+                None if ratio is None else ratio <= 1.2 and not part.get("errors"))
 
 
 def _deployed_rows(r: dict[str, Any], add: Any) -> None:

@@ -123,11 +123,12 @@ def fresh_postgres() -> Iterator[str]:
 
 def start_app(
     data_dir: Path, *, workers: int, wps: float, database_url: str = "", redis_url: str = "",
-    extra_env: dict[str, str] | None = None, source_root: Path | None = None,
+    extra_env: dict[str, str] | None = None, source_root: Path | None = None, frontend: bool = True,
 ):
     """The app in prod mode (``AppServer``) with ``workers`` gunicorn workers, the demo model at ``wps``
     words/s and the model trace hook (``extra_env``: more environment, e.g. ``HITL_POLICY``;
-    ``source_root``: the source tree to run, default this one); returns the started ``AppServer``.
+    ``source_root``: the source tree to run, default this one; ``frontend=False``: the back end only, no
+    pages); returns the started ``AppServer``.
 
     Raises RuntimeError (with the log's tail) when it does not come up.
     """
@@ -149,7 +150,7 @@ def start_app(
         env["DATABASE_URL"] = database_url
     if redis_url:
         env["REFLEX_REDIS_URL"] = redis_url
-    return AppServer(data_dir, env=env, source_root=source_root).start()
+    return AppServer(data_dir, env=env, source_root=source_root, frontend=frontend).start()
 
 
 def _status(pid: int) -> dict[str, str]:

@@ -31,8 +31,13 @@ def test_bench_smoke_completes_with_every_section(tmp_path: Path):
         assert section in results, f"section {section} missing from the JSON"
         assert "error" not in results[section], f"section {section} failed: {results[section]['error']}"
     # the table printed every section with figures, not dashes
-    for title in ("1 floor", "2 websocket", "3 browser", "4 burst", "5 concurrency", "6 long thread", "7 deployed"):
+    for title in ("1 floor", "2 websocket", "3 browser", "4 burst", "5 concurrency", "6 long thread", "7 deployed",
+                  "8 memory"):
         assert title in proc.stdout, f"{title} missing from the printed table"
     assert results["ws"]["100"]["text_matches"], "the text rebuilt from the websocket differs from the committed reply"
     assert results["concurrency"]["3"]["errors"] == 0, results["concurrency"]["3"]["error_samples"]
     assert results["browser"]["runs"][0]["words_seen_streaming"] == 100, "the page did not show every streamed word"
+    assert set(results["long_thread"]) >= {"50", "100"}, "a thread size is missing from section 6"
+    for kind in ("idle_tabs", "open_reviews"):
+        part = results["memory"][kind]
+        assert part["errors"] == 0 and part["steps"][-1]["open"] == 3, f"{kind}: {part}"
