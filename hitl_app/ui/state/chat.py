@@ -195,8 +195,8 @@ class ChatState(ChatActionsMixin, RunFollowMixin, SessionState):
 
     @rx.event
     async def show_earlier(self):
-        """Show the previous ``MESSAGE_PAGE`` rows of the thread: the reader scrolled up to the first row the
-        tab has (``MessageList.on_start_reached``), or pressed "Show earlier messages"."""
+        """Show earlier rows of the thread (``earlier_step``: as many again as the tab shows, 50 to 1,000):
+        the reader scrolled up to the first row the tab has (``MessageList.on_start_reached``)."""
         if (who := await self._require_principal()) is None:
             return await self._signed_out()
         if not self.tid or self._start <= 0:
@@ -206,7 +206,7 @@ class ChatState(ChatActionsMixin, RunFollowMixin, SessionState):
         except ThreadError as exc:
             self.load_error = exc.message
             return None
-        self._start = max(0, self._start - MESSAGE_PAGE)
+        self._start = max(0, self._start - ui_rows.earlier_step(len(self.messages)))
         await self._apply_view(view)
 
     @rx.event

@@ -108,3 +108,15 @@ def test_a_policys_on_reject_stop_opens_the_card_with_reject_and_stop_ticked(tmp
                           action_requests=(ActionRequest(name="delete_file", args={"path": "x"}),),
                           review_configs=(ReviewConfig(action_name="delete_file", allowed_decisions=("approve", "reject")),))
     assert card_rows(other, risks=risks)[0].reject_stop is False
+
+
+def test_scrolling_up_adds_as_many_rows_again_so_the_top_of_a_long_thread_is_a_few_reads_away():
+    from hitl_app.ui.rows import EARLIER_STEP_MAX, MESSAGE_PAGE, earlier_step
+
+    assert earlier_step(0) == MESSAGE_PAGE and earlier_step(MESSAGE_PAGE) == MESSAGE_PAGE
+    assert earlier_step(200) == 200 and earlier_step(50_000) == EARLIER_STEP_MAX
+    shown, reads = MESSAGE_PAGE, 0
+    while shown < 10_000:  # the reads a reader waits through from the end of 10,000 messages to the first
+        shown += earlier_step(shown)
+        reads += 1
+    assert reads <= 15, reads
