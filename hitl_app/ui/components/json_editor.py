@@ -35,8 +35,13 @@ CODEMIRROR_PACKAGES = [
 ``@codemirror/view`` in the bundle: two copies break CodeMirror's extension checks)."""
 
 
-class JsonEditor(rx.Component):
-    """``<JsonEditor>`` from ``assets/json_editor.js``.
+class JsonEditor(rx.NoSSRComponent):
+    """``<JsonEditor>`` from ``assets/json_editor.js``, loaded when an editor first shows.
+
+    A ``NoSSRComponent``: the page imports ``json_editor.js`` (and CodeMirror with it, most of the
+    thread page's script) with a dynamic ``import()`` when the first JSON editor mounts, so opening a
+    thread does not download and compile the editor (issue 23: opening a thread). Until it has
+    loaded, the editor's place is empty for a moment.
 
     Props:
         value: the JSON text to show. Taken over while the editor does not have focus and has no
