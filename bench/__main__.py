@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         if 8 in want:
             from bench.memory import run_memory
 
-            _guard(results, "memory", lambda: run_memory(tmp / "memory", cfg["memory_counts"]))
+            _guard(results, "memory", lambda: run_memory(tmp / "memory", cfg["memory_counts"], 0.5 if args.smoke else 3.0))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     results["total_s"] = round(time.monotonic() - started, 1)

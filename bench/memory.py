@@ -33,7 +33,8 @@ from bench.ws import REVIEW, ReflexClient
 
 CONNECT_BATCH = 25
 SETTLE_S = 3.0
-"""Seconds to let a count's tabs finish their loads (watchers started, deltas sent) before reading memory."""
+"""Seconds to let a count's tabs finish their loads (watchers started, deltas sent) before reading memory
+(the smoke run waits less: its figures only show the section works)."""
 
 
 async def _seed(data_dir: Path, n: int) -> list[str]:
@@ -87,13 +88,13 @@ async def _open(url: str, token: str, threads: list[str], want_card: bool, error
     return opened
 
 
-async def _grow(server: Any, token: str, counts: list[int], threads: list[str] | None) -> dict[str, Any]:
+async def _grow(server: Any, token: str, counts: list[int], threads: list[str] | None, settle_s: float) -> dict[str, Any]:
     """Tabs opened cumulatively to each of ``counts``; ``threads`` = the seeded review threads, the last one
     for the warm-up tab (None = new threads)."""
     pid = server.proc.pid
     warm = await _open(server.url, token, [threads[-1] if threads else str(uuid.uuid4())], bool(threads), [])
     await asyncio.gather(*(c.close() for c in warm))
-    await asyncio.sleep(SETTLE_S)
+    await asyncio.sleep(settle_s)
     base = process_memory(pid)
     tabs: list[ReflexClient] = []
     errors: list[str] = []
@@ -103,7 +104,7 @@ async def _grow(server: Any, token: str, counts: list[int], threads: list[str] |
         new = threads[len(tabs):count] if threads else [str(uuid.uuid4()) for _ in range(count - len(tabs))]
         tabs += await _open(server.url, token, new, bool(threads), errors)
         open_s = time.monotonic() - t0
-        await asyncio.sleep(SETTLE_S)
+        await asyncio.sleep(settle_s)
         mem = process_memory(pid)
         grew = _worker(mem)["pss_mb"] - _worker(base)["pss_mb"]
         steps.append({"tabs": count, "open": len(tabs), "open_s": round(open_s, 1), "worker": _worker(mem),
@@ -114,8 +115,9 @@ async def _grow(server: Any, token: str, counts: list[int], threads: list[str] |
     return {"after_first_tab": base, "steps": steps, "errors": len(errors), "error_samples": errors[:5]}
 
 
-def run_memory(tmp: Path, counts: list[int]) -> dict[str, Any]:
-    """Section 8's figures (see the module docstring); ``counts`` ascending, e.g. ``[1, 100, 1000]``."""
+def run_memory(tmp: Path, counts: list[int], settle_s: float = SETTLE_S, source_root: Path | None = None) -> dict[str, Any]:
+    """Section 8's figures (see the module docstring); ``counts`` ascending, e.g. ``[1, 100, 1000]``;
+    ``source_root``: the source tree whose app is measured (default this one: a before/after run)."""
     seeded = tmp / "seeded"
     t0 = time.monotonic()
     threads = seed_reviews(seeded, max(counts) + 1)
@@ -123,12 +125,12 @@ def run_memory(tmp: Path, counts: list[int]) -> dict[str, Any]:
     for key, review_threads in (("idle_tabs", None), ("open_reviews", threads)):
         data = tmp / key
         shutil.copytree(seeded, data)
-        server = start_app(data, workers=1, wps=0, frontend=False)
+        server = start_app(data, workers=1, wps=0, frontend=False, source_root=source_root)
         try:
             if key == "idle_tabs":
                 out["no_tab"] = process_memory(server.proc.pid)
             token = server.sign_in("bench-memory").token
-            out[key] = asyncio.run(_grow(server, token, counts, review_threads))
+            out[key] = asyncio.run(_grow(server, token, counts, review_threads, settle_s))
         finally:
             server.stop()
     return out
