@@ -6,13 +6,13 @@
 // thread position of the first row given: the rows before it are still on the server), scrollParent
 // (the id of the element that scrolls: the thread column scrolls as one, with the live reply, the
 // review and the notices below the list), onStartReached() (the reader scrolled up to the first row
-// given while earlier ones exist: the server prepends the previous page and firstIndex goes down by
+// given while earlier ones exist: the server prepends earlier rows and firstIndex goes down by
 // as many rows, which keeps what the reader looks at in place), gap (px between rows). Other props
 // (data-testid) go on the list's element.
 import { Fragment, createElement as h, useCallback, useEffect, useRef, useState } from "react";
 import { Virtuoso } from "react-virtuoso";
 
-const NEAR_TOP_SCREENS = 1.5; // ask for the previous page this many screens before the first row shows
+const NEAR_TOP_SCREENS = 1.5; // ask for earlier rows this many screens before the first row shows
 
 const MEMO = Symbol.for("react.memo");
 

@@ -1,6 +1,7 @@
 """``python -m bench [--smoke] [--repeats N] [--out PATH] [--sections 1,2,...]``: run the benchmark, print the table, write JSON.
 
-Starts the app in prod mode (tests/helpers/app_server.py ``AppServer``) three times with the
+Starts the app in prod mode (tests/helpers/app_server.py ``AppServer``; section 8 starts two more,
+back-end only, bench/memory.py) three times with the
 demo model at the paces the sections need: 100 words/s (sections 2, 3, 6), 0 = unpaced (4) and
 20 words/s (5); each server gets its own data folder and the model trace hook
 (bench/_inject/sitecustomize.py). Section 1 (the floor) runs in this process. Section 7 (bench/deployed.py)
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import summary
+from bench.memory import SETTLE_S
 from bench.report import SECTIONS, render_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,10 +38,10 @@ def _config(smoke: bool, repeats: int | None) -> dict[str, Any]:
     if smoke:
         return {"wps": 100, "n_main": 100, "n_ws": [50, 100], "repeats": repeats or 1, "review_repeats": 1, "burst_n": 300,
                 "conc_sessions": [1, 3], "conc_words": 20, "conc_wps": 20, "long_sizes": [50, 100], "scroll_s": 5,
-                "memory_counts": [1, 3], "smoke": True}
+                "memory_counts": [1, 3], "memory_settle_s": 0.5, "smoke": True}
     return {"wps": 100, "n_main": 2000, "n_ws": [200, 2000], "repeats": repeats or 3, "review_repeats": 5, "burst_n": 2000,
             "conc_sessions": [1, 10, 50], "conc_words": 200, "conc_wps": 20, "long_sizes": [50, 10_000], "scroll_s": 20,
-            "memory_counts": [1, 100, 1000]}
+            "memory_counts": [1, 100, 1000], "memory_settle_s": SETTLE_S}
 
 
 def _server(data_dir: Path, wps: float, trace_dir: Path, desk_off: bool = False):
@@ -192,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         if 8 in want:
             from bench.memory import run_memory
 
-            _guard(results, "memory", lambda: run_memory(tmp / "memory", cfg["memory_counts"], 0.5 if args.smoke else 3.0))
+            _guard(results, "memory", lambda: run_memory(tmp / "memory", cfg["memory_counts"], cfg["memory_settle_s"]))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     results["total_s"] = round(time.monotonic() - started, 1)

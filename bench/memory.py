@@ -1,7 +1,8 @@
 """Section 8 (issue 23): what a worker holds with no tab open, and per idle tab and per open review.
 
 Two back-end-only servers (1 gunicorn worker, SQLite, demo model), each on its own copy of one data
-folder seeded with ``max(counts)`` threads that each end in a real pending review (``seed_reviews``: a
+folder seeded with ``max(counts) + 1`` threads (one for the warm-up tab) that each end in a real pending
+review (``seed_reviews``: a
 real turn through ``ThreadService.start_turn``, so the review is the HITL middleware's own):
 
 - **no tab**: RSS and PSS (MB) of each process of the app (the Reflex CLI, the gunicorn master that
@@ -32,6 +33,7 @@ from bench.scale_infra import process_memory, start_app
 from bench.ws import REVIEW, ReflexClient
 
 CONNECT_BATCH = 25
+"""Tabs connected at once (the client is one Python process; a thousand at once would time out)."""
 SETTLE_S = 3.0
 """Seconds to let a count's tabs finish their loads (watchers started, deltas sent) before reading memory
 (the smoke run waits less: its figures only show the section works)."""
@@ -56,15 +58,22 @@ async def _seed(data_dir: Path, n: int) -> list[str]:
 
 
 def seed_reviews(data_dir: Path, n: int) -> list[str]:
-    """``n`` threads in ``data_dir``, each with one real pending review (send_email); returns their ids.
+    """``n`` threads in ``data_dir``, each with one real pending review (send_email); returns their ids
+    (UUID strings, in the order seeded).
 
     Raises RuntimeError if a turn left no pending review."""
     return asyncio.run(_seed(data_dir, n))
 
 
-def _worker(mem: dict[str, Any]) -> dict[str, Any]:
+def _worker(mem: dict[str, Any], pid: int | None = None) -> dict[str, Any]:
+    """The one worker's ``{"role", "pid", "rss_mb", "pss_mb"}`` in ``process_memory``'s figures.
+
+    Raises RuntimeError when there is none, or (``pid``) it is another process: the worker restarted,
+    so the memory before and after are not of one process."""
     workers = [p for p in mem["processes"] if p["role"] == "worker"]
-    return workers[0] if workers else {"rss_mb": None, "pss_mb": None}
+    if len(workers) != 1 or (pid is not None and workers[0]["pid"] != pid):
+        raise RuntimeError(f"expected the one worker {pid or ''} of the app, found {workers}")
+    return workers[0]
 
 
 async def _open(url: str, token: str, threads: list[str], want_card: bool, errors: list[str]) -> list[ReflexClient]:
@@ -74,15 +83,17 @@ async def _open(url: str, token: str, threads: list[str], want_card: bool, error
         results = await asyncio.gather(
             *(c.connect(t) for c, t in zip(batch, threads[start:start + CONNECT_BATCH], strict=True)),
             return_exceptions=True)
+        connected = []
         for c, r in zip(batch, results, strict=True):
             if isinstance(r, BaseException):
                 errors.append(f"connect: {type(r).__name__}: {r}")
                 await c.close()
             else:
-                opened.append(c)
+                connected.append(c)
+        opened += connected
         if want_card:
             waits = await asyncio.gather(
-                *(c.wait_for(lambda c=c: bool(c.get(REVIEW, "cards")), timeout=120) for c in batch if c.ws is not None),
+                *(c.wait_for(lambda c=c: bool(c.get(REVIEW, "cards")), timeout=120) for c in connected),
                 return_exceptions=True)
             errors += [f"card: {type(w).__name__}: {w}" for w in waits if isinstance(w, BaseException)]
     return opened
@@ -90,24 +101,35 @@ async def _open(url: str, token: str, threads: list[str], want_card: bool, error
 
 async def _grow(server: Any, token: str, counts: list[int], threads: list[str] | None, settle_s: float) -> dict[str, Any]:
     """Tabs opened cumulatively to each of ``counts``; ``threads`` = the seeded review threads, the last one
-    for the warm-up tab (None = new threads)."""
+    for the warm-up tab (None = new threads); ``settle_s`` seconds before each reading.
+
+    Returns ``{"after_first_tab": process_memory(...), "steps": [{"tabs", "open", "open_s", "worker",
+    "kb_per_tab"}], "errors", "error_samples"}`` (``open``: tabs connected so far; ``kb_per_tab``: the
+    worker's PSS growth since ``after_first_tab`` in KB, per open tab). Raises RuntimeError when the
+    warm-up tab fails (its lazy loads would be counted as the tabs' memory) or the worker changed."""
     pid = server.proc.pid
-    warm = await _open(server.url, token, [threads[-1] if threads else str(uuid.uuid4())], bool(threads), [])
+    warm_errors: list[str] = []
+    warm = await _open(server.url, token, [threads[-1] if threads else str(uuid.uuid4())], bool(threads), warm_errors)
+    if warm_errors or not warm:
+        raise RuntimeError(f"the warm-up tab failed: {warm_errors}")
     await asyncio.gather(*(c.close() for c in warm))
     await asyncio.sleep(settle_s)
     base = process_memory(pid)
+    worker_pid = _worker(base)["pid"]
     tabs: list[ReflexClient] = []
     errors: list[str] = []
     steps = []
+    tried = 0  # threads handed out so far (a failed one is not tried again)
     for count in counts:
         t0 = time.monotonic()
-        new = threads[len(tabs):count] if threads else [str(uuid.uuid4()) for _ in range(count - len(tabs))]
+        new = threads[tried:count] if threads else [str(uuid.uuid4()) for _ in range(count - tried)]
+        tried = count
         tabs += await _open(server.url, token, new, bool(threads), errors)
         open_s = time.monotonic() - t0
         await asyncio.sleep(settle_s)
         mem = process_memory(pid)
-        grew = _worker(mem)["pss_mb"] - _worker(base)["pss_mb"]
-        steps.append({"tabs": count, "open": len(tabs), "open_s": round(open_s, 1), "worker": _worker(mem),
+        grew = _worker(mem, worker_pid)["pss_mb"] - _worker(base)["pss_mb"]
+        steps.append({"tabs": count, "open": len(tabs), "open_s": round(open_s, 1), "worker": _worker(mem, worker_pid),
                       "kb_per_tab": round(grew * 1024 / max(1, len(tabs)), 1)})
     for c in tabs:
         errors += c.errors
@@ -117,7 +139,12 @@ async def _grow(server: Any, token: str, counts: list[int], threads: list[str] |
 
 def run_memory(tmp: Path, counts: list[int], settle_s: float = SETTLE_S, source_root: Path | None = None) -> dict[str, Any]:
     """Section 8's figures (see the module docstring); ``counts`` ascending, e.g. ``[1, 100, 1000]``;
-    ``source_root``: the source tree whose app is measured (default this one: a before/after run)."""
+    ``settle_s``: seconds before each memory reading; ``source_root``: the source tree whose app is
+    measured (default this one: a before/after run).
+
+    Returns ``{"counts", "seed_s", "no_tab": process_memory(...) right after start, "idle_tabs":
+    _grow(...), "open_reviews": _grow(...)}`` (memory in MB, per-tab figures in KB, times in seconds).
+    Raises RuntimeError when seeding or a server start fails, or ``_grow`` does."""
     seeded = tmp / "seeded"
     t0 = time.monotonic()
     threads = seed_reviews(seeded, max(counts) + 1)

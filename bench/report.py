@@ -230,7 +230,7 @@ def _memory_rows(r: dict[str, Any], add: Any) -> None:
     add("8 memory", "no tab: gunicorn master | Reflex CLI RSS MB", _g(procs, "gunicorn master", "rss_mb"),
         _g(procs, "reflex cli", "rss_mb"))
     add("8 memory", "no tab: the three processes' RSS summed | PSS summed MB",
-        sum(p.get("rss_mb") or 0 for p in procs.values()), _g(me, "no_tab", "total_pss_mb"),
+        sum(p.get("rss_mb") or 0 for p in procs.values()) if procs else None, _g(me, "no_tab", "total_pss_mb"),
         "RSS summed counts the pages the master shares with its worker twice")
     for key, label in (("idle_tabs", "idle tabs"), ("open_reviews", "open reviews (a tab on each card)")):
         part = me.get(key) or {}
@@ -243,7 +243,7 @@ def _memory_rows(r: dict[str, Any], add: Any) -> None:
                 step["kb_per_tab"], step["open_s"])
         if len(steps) >= 2:
             mid, last = steps[-2]["kb_per_tab"], steps[-1]["kb_per_tab"]
-            ratio = _ratio(last, mid)
+            ratio = _ratio(last, mid) if isinstance(mid, (int, float)) and mid > 0 else None  # PSS may shrink
             add("8 memory", f"{label}: per tab at {steps[-1]['tabs']} / at {steps[-2]['tabs']}; errors", ratio,
                 part.get("errors"), "flat: <= 1.2; 0 errors",
                 None if ratio is None else ratio <= 1.2 and not part.get("errors"))

@@ -20,7 +20,8 @@ MESSAGE_PAGE = 50
 """How many of the most recent rows a thread shows at first (a 1,000-message thread would otherwise send
 every row on load); scrolling up adds ``earlier_step`` rows at a time."""
 EARLIER_STEP_MAX = 1000
-"""The most rows one step up adds (the delta that carries them stays a few hundred KB before compression)."""
+"""The most rows one step up adds to what the tab holds (each step still resends every row the tab holds:
+``ChatState._show_rows``)."""
 
 
 def earlier_step(shown: int) -> int:

@@ -12,7 +12,7 @@ which the app's ``style-src 'unsafe-inline'`` allows.
 The browser's checks are a help only: the server validates the arguments again on submit.
 """
 
-# Tested by: tests/e2e/test_editor_components.py
+# Tested by: tests/e2e/test_editor_components.py, tests/e2e/test_review_editing.py - loaded only when shown
 
 from __future__ import annotations
 

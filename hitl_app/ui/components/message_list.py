@@ -8,7 +8,7 @@ live reply, the notices and the review stay below the list in the same box. The 
 long thread parses the markdown of a screenful of rows, not of every row it holds.
 
 Earlier rows are not in the browser until the reader scrolls up to the first one it has: then
-``on_start_reached`` asks the server for the page before (``ChatState.show_earlier``).
+``on_start_reached`` asks the server for earlier rows (``ChatState.show_earlier``: as many again as the tab holds).
 """
 
 # Tested by: tests/e2e/test_long_thread.py

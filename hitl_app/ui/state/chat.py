@@ -196,7 +196,8 @@ class ChatState(ChatActionsMixin, RunFollowMixin, SessionState):
     @rx.event
     async def show_earlier(self):
         """Show earlier rows of the thread (``earlier_step``: as many again as the tab shows, 50 to 1,000):
-        the reader scrolled up to the first row the tab has (``MessageList.on_start_reached``)."""
+        the reader scrolled up to the first row the tab has (``MessageList.on_start_reached``), or pressed
+        "Show earlier messages"."""
         if (who := await self._require_principal()) is None:
             return await self._signed_out()
         if not self.tid or self._start <= 0:
