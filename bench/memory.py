@@ -30,10 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.scale_infra import process_memory, start_app
+from bench.scale_rows import connect_tabs
 from bench.ws import REVIEW, ReflexClient
 
-CONNECT_BATCH = 25
-"""Tabs connected at once (the client is one Python process; a thousand at once would time out)."""
 SETTLE_S = 3.0
 """Seconds to let a count's tabs finish their loads (watchers started, deltas sent) before reading memory
 (the smoke run waits less: its figures only show the section works)."""
@@ -77,25 +76,13 @@ def _worker(mem: dict[str, Any], pid: int | None = None) -> dict[str, Any]:
 
 
 async def _open(url: str, token: str, threads: list[str], want_card: bool, errors: list[str]) -> list[ReflexClient]:
-    opened: list[ReflexClient] = []
-    for start in range(0, len(threads), CONNECT_BATCH):
-        batch = [ReflexClient(url, session_token=token) for _ in threads[start:start + CONNECT_BATCH]]
-        results = await asyncio.gather(
-            *(c.connect(t) for c, t in zip(batch, threads[start:start + CONNECT_BATCH], strict=True)),
-            return_exceptions=True)
-        connected = []
-        for c, r in zip(batch, results, strict=True):
-            if isinstance(r, BaseException):
-                errors.append(f"connect: {type(r).__name__}: {r}")
-                await c.close()
-            else:
-                connected.append(c)
-        opened += connected
-        if want_card:
-            waits = await asyncio.gather(
-                *(c.wait_for(lambda c=c: bool(c.get(REVIEW, "cards")), timeout=120) for c in connected),
-                return_exceptions=True)
-            errors += [f"card: {type(w).__name__}: {w}" for w in waits if isinstance(w, BaseException)]
+    """``connect_tabs`` on ``threads``; with ``want_card``, then waits (120 s at most) until each connected
+    tab holds its review's cards, appending ``"card: ..."`` to ``errors`` for a tab that does not."""
+    opened = await connect_tabs(url, token, threads, errors)
+    if want_card:
+        waits = await asyncio.gather(
+            *(c.wait_for(lambda c=c: bool(c.get(REVIEW, "cards")), timeout=120) for c in opened), return_exceptions=True)
+        errors += [f"card: {type(w).__name__}: {w}" for w in waits if isinstance(w, BaseException)]
     return opened
 
 

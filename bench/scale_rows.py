@@ -35,12 +35,15 @@ def _q(values: list[float]) -> dict[str, Any]:
     return {"p50": pct(values, 0.5), "p95": pct(values, 0.95), "max": max(values, default=None), "n": len(values)}
 
 
-async def _connect_all(url: str, token: str, n: int, errors: list[str]) -> list[ReflexClient]:
-    """``n`` signed-in tabs, each hydrated on its own new thread, opened ``CONNECT_BATCH`` at a time."""
+async def connect_tabs(url: str, token: str, threads: list[str], errors: list[str]) -> list[ReflexClient]:
+    """A signed-in tab (session ``token``) hydrated on each of ``threads``, opened ``CONNECT_BATCH`` at a
+    time; returns the tabs that connected, in order. A tab that failed is closed and its error appended to
+    ``errors`` (``"connect: <type>: <message>"``)."""
     connected: list[ReflexClient] = []
-    for start in range(0, n, CONNECT_BATCH):
-        batch = [ReflexClient(url, session_token=token) for _ in range(min(CONNECT_BATCH, n - start))]
-        results = await asyncio.gather(*(c.connect(str(uuid.uuid4())) for c in batch), return_exceptions=True)
+    for start in range(0, len(threads), CONNECT_BATCH):
+        chunk = threads[start:start + CONNECT_BATCH]
+        batch = [ReflexClient(url, session_token=token) for _ in chunk]
+        results = await asyncio.gather(*(c.connect(t) for c, t in zip(batch, chunk, strict=True)), return_exceptions=True)
         for c, r in zip(batch, results, strict=True):
             if isinstance(r, BaseException):
                 errors.append(f"connect: {type(r).__name__}: {r}")
@@ -48,6 +51,11 @@ async def _connect_all(url: str, token: str, n: int, errors: list[str]) -> list[
             else:
                 connected.append(c)
     return connected
+
+
+async def _connect_all(url: str, token: str, n: int, errors: list[str]) -> list[ReflexClient]:
+    """``n`` signed-in tabs, each hydrated on its own new thread (``connect_tabs``)."""
+    return await connect_tabs(url, token, [str(uuid.uuid4()) for _ in range(n)], errors)
 
 
 def _workers_of(clients: list[ReflexClient]) -> dict[str, int]:
