@@ -103,6 +103,12 @@ def test_reviewer_name_audit_line_and_audit_page_filters_and_exports(page: Page,
     expect(rows).to_have_count(3)
     assert len(json.loads(_download(page, "audit-export-json"))) == 3
 
+    # a link to one thread's decisions (the filter lists only the threads decided on most recently)
+    page.goto(f"{app_server.url}/audit?thread={first_thread}")
+    expect(page.get_by_test_id("audit-filter-thread")).to_have_value(first_thread)
+    expect(rows).to_have_count(2)
+    expect(page.get_by_test_id("audit-thread-note")).to_have_count(0)  # both threads are listed
+
 
 def test_audit_page_shows_only_this_browsers_decisions(page: Page, app_server: AppServer):
     # a fresh browser context has its own browser id: decisions of other tests are not listed

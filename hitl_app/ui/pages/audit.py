@@ -11,55 +11,40 @@ from hitl_app.ui import theme
 from hitl_app.ui.components.user_menu import user_menu
 from hitl_app.ui.state.audit import NO_KEY, AuditState
 
-_JSON_STYLE = {
-    "fontFamily": theme.MONO,
-    "fontSize": "12px",
-    "whiteSpace": "pre-wrap",
-    "wordBreak": "break-word",
-    "overflowWrap": "anywhere",
-    "margin": "0",
-    "padding": "4px 6px",
-    "borderRadius": "6px",
-    "background": "var(--gray-3)",
-}
-"""Arguments as JSON: monospace, wrapped between words (a long value still wraps inside itself)."""
-JSON_COLUMN_WIDTH = "180px"
-"""Minimum width of the Proposed and Executed columns: the table scrolls sideways in its box
-instead of squeezing them."""
-
 
 def _json(text) -> rx.Component:
-    return rx.cond(text != "", rx.el.pre(text, style=_JSON_STYLE), rx.text("—", size="1", color=theme.MUTED))
+    return rx.cond(text != "", rx.el.pre(text, class_name="audit-json"), rx.el.span("—", class_name="audit-none"))
+
+
+def _cell(*children, cls: str = "", **props) -> rx.Component:
+    """A table cell as Radix Themes draws one (its class), with ``cls`` for the audit's own look."""
+    return rx.el.td(*children, class_name=f"rt-TableCell {cls}".strip(), **props)
 
 
 def _row(row: AuditRow) -> rx.Component:
-    return rx.table.row(
-        rx.table.cell(
-            rx.text(
-                row.decided_at.replace("T", " ").replace("+00:00", ""), size="1", title=row.decided_at,
-                style={"whiteSpace": "nowrap"}
-            ),
-            data_testid="audit-when",
+    """One decision. Plain table elements with class names (styled once, by ``TABLE_STYLE`` on the table):
+    a style prop per cell made the browser build style rules per cell and row as the rows arrived."""
+    return rx.el.tr(
+        _cell(
+            rx.el.span(row.decided_at.replace("T", " ").replace("+00:00", ""), title=row.decided_at, class_name="audit-nowrap"),
+            cls="audit-small", data_testid="audit-when",
         ),
-        rx.table.cell(
-            rx.link(row.thread_title, href="/thread/" + row.thread_id, size="2", title=row.thread_title, style=_CLAMP),
-            min_width="120px", max_width="180px"
+        _cell(rx.el.a(row.thread_title, href="/thread/" + row.thread_id, title=row.thread_title, class_name="audit-title"),
+              cls="audit-thread"),
+        _cell(rx.el.code(row.tool_name, class_name="audit-tool")),
+        _cell(rx.badge(row.decision_type)),
+        _cell(  # who, and under it how it arrived (a column of its own squeezed the arguments' ones)
+            rx.el.div(row.reviewer, class_name="audit-reviewer"),
+            rx.el.div("via ", rx.el.span(row.via_label, data_testid="audit-via"), class_name="audit-muted audit-nowrap"),
+            cls="audit-who",
         ),
-        rx.table.cell(rx.code(row.tool_name, style={"whiteSpace": "nowrap"})),
-        rx.table.cell(rx.badge(row.decision_type)),
-        rx.table.cell(  # who, and under it how it arrived (a column of its own squeezed the arguments' ones)
-            rx.text(row.reviewer, size="2", style=theme.WRAP),
-            rx.text("via ", rx.el.span(row.via_label, data_testid="audit-via"), size="1", color=theme.MUTED,
-                    style={"whiteSpace": "nowrap"}),
-            min_width="110px", max_width="220px",
-        ),
-        rx.table.cell(rx.text(row.waited, size="1", title=row.waited_seconds.to_string() + " s", style={"whiteSpace": "nowrap"}),
-                      data_testid="audit-waited"),
-        rx.table.cell(_json(row.args_proposed), min_width=JSON_COLUMN_WIDTH, data_testid="audit-proposed"),
-        rx.table.cell(_json(row.args_executed), min_width=JSON_COLUMN_WIDTH, data_testid="audit-executed"),
+        _cell(rx.el.span(row.waited, title=row.waited_seconds.to_string() + " s", class_name="audit-nowrap"),
+              cls="audit-small", data_testid="audit-waited"),
+        _cell(_json(row.args_proposed), cls="audit-args", data_testid="audit-proposed"),
+        _cell(_json(row.args_executed), cls="audit-args", data_testid="audit-executed"),
         # wraps inside its column (QA M4: a long "approved by grant ..." line made rows wider than the page)
-        rx.table.cell(rx.text(row.message, size="1", style={"overflowWrap": "anywhere"}), min_width="160px", max_width="280px",
-                      data_testid="audit-message"),
+        _cell(row.message, cls="audit-small audit-message", data_testid="audit-message"),
+        class_name="rt-TableRow",
         custom_attrs={
             "data-testid": "audit-row",
             "data-thread-id": row.thread_id,
@@ -71,11 +56,31 @@ def _row(row: AuditRow) -> rx.Component:
     )
 
 
-_CLAMP = {
-    "display": "-webkit-box", "WebkitLineClamp": "2", "WebkitBoxOrient": "vertical", "overflow": "hidden",
-    "overflowWrap": "anywhere"
+TABLE_STYLE = {
+    **theme.TABLE_IN_SCROLL_BOX,
+    "& .audit-nowrap": {"whiteSpace": "nowrap"},
+    "& .audit-small, & .audit-muted, & .audit-none": {"fontSize": "var(--font-size-1)", "lineHeight": "var(--line-height-1)"},
+    "& .audit-muted, & .audit-none": {"color": theme.MUTED},
+    "& .audit-thread": {"minWidth": "120px", "maxWidth": "180px"},
+    "& .audit-title": {
+        "display": "-webkit-box", "WebkitLineClamp": "2", "WebkitBoxOrient": "vertical", "overflow": "hidden",
+        "overflowWrap": "anywhere", "color": "var(--accent-11)", "textDecoration": "none",
+    },
+    "& .audit-title:hover": {"textDecoration": "underline"},
+    "& .audit-tool": {"whiteSpace": "nowrap", "fontFamily": theme.MONO, "fontSize": "0.9em", "padding": "0.1em 0.25em",
+                      "borderRadius": "4px", "background": "var(--accent-a3)", "color": "var(--accent-a11)"},
+    "& .audit-who": {"minWidth": "110px", "maxWidth": "220px"},
+    "& .audit-args": {"minWidth": "180px"},
+    "& .audit-json": {
+        "fontFamily": theme.MONO, "fontSize": "12px", "whiteSpace": "pre-wrap", "wordBreak": "break-word",
+        "overflowWrap": "anywhere", "margin": "0", "padding": "4px 6px", "borderRadius": "6px", "background": "var(--gray-3)",
+    },
+    "& .audit-message": {"minWidth": "160px", "maxWidth": "280px", "overflowWrap": "anywhere"},
+    "& .audit-reviewer": {**theme.WRAP, "fontSize": "var(--font-size-2)", "lineHeight": "var(--line-height-2)"},
 }
-"""A thread title in the table: at most two lines, then cut."""
+"""How the table's cells look, set once on the table (the rows carry class names only). Minimum widths keep
+the Proposed and Executed columns from being squeezed: the table scrolls sideways in its box instead; a thread
+title is at most two lines, then cut."""
 
 
 def _filter(label: str, options, value, on_change, testid: str) -> rx.Component:
@@ -112,7 +117,7 @@ def _table() -> rx.Component:
             rx.table.body(rx.foreach(AuditState.rows, _row)),
             width="100%",
             size="1",
-            style=theme.TABLE_IN_SCROLL_BOX,
+            style=TABLE_STYLE,
         ),
         width="100%",
         max_width="100%",
@@ -155,6 +160,8 @@ def audit_page() -> rx.Component:
             spacing="4",
             wrap="wrap",
         ),
+        rx.cond(AuditState.thread_note != "", rx.text(AuditState.thread_note, size="1", color=theme.MUTED,
+                                                      data_testid="audit-thread-note")),
         rx.cond(AuditState.error != "", rx.callout(AuditState.error, color_scheme="red", icon="triangle-alert")),
         rx.cond(AuditState.signing == "no_key", rx.callout(NO_KEY, icon="info", size="1",
                                                            data_testid="audit-no-key")),

@@ -165,8 +165,8 @@ def _metrics_body() -> rx.Component:
         rx.heading("Reviews per day", size="3"),
         rx.recharts.bar_chart(
             rx.recharts.cartesian_grid(stroke_dasharray="3 3"),
-            rx.recharts.x_axis(data_key="day"),
-            rx.recharts.y_axis(allow_decimals=False),
+            rx.recharts.x_axis(data_key="day", interval=MetricsState.day_tick_every),
+            rx.recharts.y_axis(allow_decimals=False, interval=0),
             rx.recharts.graphing_tooltip(),
             rx.recharts.bar(data_key="reviews", fill="var(--accent-9)", name="reviews", is_animation_active=False),
             data=MetricsState.days, width="100%", height=220, margin={"top": 5, "right": 20, "left": 0, "bottom": 5},
@@ -175,7 +175,7 @@ def _metrics_body() -> rx.Component:
         rx.recharts.bar_chart(
             rx.recharts.cartesian_grid(stroke_dasharray="3 3"),
             rx.recharts.x_axis(data_key="tool"),
-            rx.recharts.y_axis(allow_decimals=False),
+            rx.recharts.y_axis(allow_decimals=False, interval=0),
             rx.recharts.graphing_tooltip(),
             rx.recharts.legend(),
             *[

@@ -70,6 +70,7 @@ class AuditState(SessionState):
     total: int = 0  # decisions matching the filters (the rows hold the newest pages of them)
     thread_options: list[str] = [ANY]
     thread_choices: list[list[str]] = [[ANY, "any thread"]]
+    thread_count: int = 0  # threads with decisions the person may see (the Thread filter lists the newest ones)
     tool_options: list[str] = [ANY]
     decision_options: list[str] = [ANY, *DECISION_TYPES]
     thread_filter: str = ANY
@@ -84,6 +85,16 @@ class AuditState(SessionState):
         n = self.total
         words = f"{n:,} decision" if n == 1 else f"{n:,} decisions"
         return words if len(self.rows) >= n else f"the newest {len(self.rows):,} of {words}"
+
+    @rx.var
+    def thread_note(self) -> str:
+        """Under the Thread filter when it does not list every thread: which ones it lists, and how to reach
+        another ("" when it lists them all)."""
+        listed = len(self.thread_choices) - 1
+        if self.thread_count <= listed:
+            return ""
+        return (f"Lists the {audit.THREAD_CHOICES} threads decided on most recently, of {self.thread_count:,}; "
+                "for another, open /audit?thread= and its id.")
 
     @rx.var
     def more(self) -> bool:
@@ -127,12 +138,22 @@ class AuditState(SessionState):
 
     @rx.event
     async def load(self):
-        """on_load of /audit: the options from all of the account's decisions, then the rows."""
+        """on_load of /audit: the filters' options (the threads of the newest decisions, every tool), then the
+        rows. ``?thread=<id>`` selects that thread when the signed-in person may see its decisions."""
         self._ensure_identity()
         if (viewer := await self._viewer()) is None:
             return sign_in_redirect()
+        engine = get_runtime().engines.async_
+        asked = str(self.router.url.query_parameters.get("thread", ""))[:200]
         try:
-            threads, tools = await audit.decision_options(engine=get_runtime().engines.async_, viewer=viewer)
+            (threads, tools, self.thread_count), asked_title = await asyncio.gather(
+                audit.decision_options(engine=engine, viewer=viewer),
+                audit.thread_title(engine=engine, viewer=viewer, thread_id=asked),
+            )
+            if asked_title is not None:
+                self.thread_filter = asked
+                if asked not in {tid for tid, _ in threads}:
+                    threads = [*threads, (asked, asked_title)]
             self.thread_choices = thread_choices(threads)
             self.thread_options = [value for value, _ in self.thread_choices]
             self.tool_options = [ANY, *tools]

@@ -58,4 +58,6 @@ def test_pages_count_and_options_come_from_the_database(tmp_path):
     assert mine == len([d for d in decisions if d.thread_id in ("t0", "t1")])  # a member: their own threads
     assert sorted(everyone[0]) == [("t0", "Thread 0"), ("t1", "Thread 1"), ("t2", "Thread 2")]
     assert everyone[1] == ["send_email", "write_file"]
+    assert everyone[2] == 3
     assert sorted(t for t, _ in members[0]) == ["t0", "t1"]
+
