@@ -1,6 +1,6 @@
 # hitl_app: `make run` serves the app on its embedded defaults; `make test` runs every test.
 # While developing: `make check` (lint + unit tests, < 1 min) before each commit, `make test-fast` (no browser,
-# no PostgreSQL, about 4 ½ min), `make test-one T=tests/path.py::name`. README "Developing" says when.
+# no PostgreSQL, no `slow` test; about 3 min), `make test-one T=tests/path.py::name`. README "Developing" says when.
 # Nothing here downloads anything but packages from PyPI, npm and Debian.
 
 SHELL := /bin/bash
@@ -81,10 +81,11 @@ lint: setup-dev
 check: lint
 	$(PYTEST) -x tests/unit
 
-# Everything but the browser, PostgreSQL and the packaging venv: unit, integration on SQLite, and the
-# websocket tests against real (backend-only) app servers.
+# Everything but the browser, PostgreSQL, the packaging venv and the `slow` tests (pytest.ini: load, fault and
+# restart tests of 10 s or more, a server that builds pages; make test runs them): unit, integration on SQLite,
+# and the websocket tests against real (backend-only) app servers.
 test-fast: setup setup-dev
-	$(PYTEST) -n 4 --dist loadfile -m "not e2e and not postgres and not packaging" --durations=10 $(PYTEST_ARGS)
+	$(PYTEST) -n 4 --dist loadfile -m "not e2e and not postgres and not packaging and not slow" --durations=10 $(PYTEST_ARGS)
 
 # One test, a module or a folder: make test-one T=tests/integration/ui/test_tab_state.py::test_name
 test-one: setup setup-dev

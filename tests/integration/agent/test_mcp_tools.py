@@ -121,6 +121,7 @@ async def test_an_untrusted_servers_read_only_hint_never_skips_a_card(make_agent
         assert "faulty__ok" in mcp.statuses["faulty"].tools
 
 
+@pytest.mark.slow
 async def test_failures_are_plain_tool_errors_and_the_thread_goes_on(make_agent, tmp_path):
     trusted = {"faulty": {"trusted": True}, "notes": {"trusted": True}}
     broken = stdio_server("broken", FAULTY, FAULTY_FAIL_START="1")

@@ -100,6 +100,7 @@ async def _busy_tab(url: str, pings: list[Answer], loads: list[Answer]) -> None:
         )
 
 
+@pytest.mark.slow
 async def test_the_event_loop_keeps_answering_through_load_send_stop_decide_and_reload(tmp_path: Path):
     with AppServer(tmp_path / "app", env={"HITL_DEMO_WPS": "100"}, frontend=False) as server:
         stop = asyncio.Event()

@@ -44,6 +44,7 @@ async def checkpoint_pairing(data_dir: Path, thread_id: str) -> None:
         assert_pairing(tup.checkpoint["channel_values"].get("messages", []))
 
 
+@pytest.mark.slow
 async def test_sigkill_while_review_pending_then_restart(tmp_path: Path):
     data = tmp_path / "app"
     bid, tid = str(uuid.uuid4()), str(uuid.uuid4())
@@ -78,6 +79,7 @@ async def test_sigkill_while_review_pending_then_restart(tmp_path: Path):
     await checkpoint_pairing(data, tid)
 
 
+@pytest.mark.slow
 async def test_sigkill_while_approved_tool_runs_then_continue_replays_once(tmp_path: Path):
     data = tmp_path / "app"
     bid, tid = str(uuid.uuid4()), str(uuid.uuid4())
@@ -121,6 +123,7 @@ async def test_sigkill_while_approved_tool_runs_then_continue_replays_once(tmp_p
     await checkpoint_pairing(data, tid)
 
 
+@pytest.mark.slow
 async def test_model_error_tool_error_and_locked_database(tmp_path: Path):
     """One server, three faults on one thread; after each the thread is usable."""
     data = tmp_path / "app"

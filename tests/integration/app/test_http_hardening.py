@@ -17,6 +17,8 @@ import pytest
 from tests.helpers.app_server import ROOT, AppServer
 from tests.helpers.ws_client import ROOT_STATE, WsClient
 
+pytestmark = pytest.mark.slow  # its server builds the pages (~11 s of a test-fast run): make test runs it
+
 FRONTEND_EXCEPTION = f"{ROOT_STATE}.reflex___state____frontend_event_exception_state.handle_frontend_exception"
 
 

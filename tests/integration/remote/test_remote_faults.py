@@ -94,6 +94,7 @@ async def test_a_5xx_on_a_turn_is_a_plain_sentence_in_the_thread(proxy, tmp_path
         assert view.status == "idle" and view.messages == []  # the server never took the message
 
 
+@pytest.mark.slow
 async def test_a_deployment_down_and_back(own_deployment, tmp_path):
     t = str(uuid.uuid4())
     async with remote_service(own_deployment.url, tmp_path / "hitl.sqlite") as svc:

@@ -70,6 +70,7 @@ async def test_an_app_restart_mid_review_keeps_the_review(app, deployment):
     assert not [a for a in deployment.actions() if a.get("path") == "restart.txt"]
 
 
+@pytest.mark.slow
 async def test_c23_the_app_restarts_mid_run_and_joins_the_deployed_run(tmp_path):
     """The app stops (SIGTERM) while a deployed run streams (held after 100 words until the test lets it
     go: ``DEPLOYED_AGENT_HOLD``); the run goes on on the server; the app that comes back joins it when the

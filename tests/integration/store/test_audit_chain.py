@@ -139,6 +139,7 @@ async def test_concurrent_appends_keep_one_chain(engines, session):
     assert verdict.ok, verdict.problems
 
 
+@pytest.mark.slow
 async def test_signed_export_verifies_offline_and_names_a_change(engines, session, database_url, tmp_path):
     await history(session)
     key, pub, other_key, other_pub = (str(tmp_path / n) for n in ("admin.key", "admin.pub", "o.key", "o.pub"))

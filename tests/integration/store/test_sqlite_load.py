@@ -131,6 +131,7 @@ def _locked_in_log(*servers: AppServer) -> int:
     return sum(s.log_path.read_text(errors="replace").count("database is locked") for s in servers)
 
 
+@pytest.mark.slow
 async def test_ten_threads_three_approvals_and_audit_on_one_sqlite_file(tmp_path: Path):
     data = tmp_path / "app"
     with AppServer(data, env=ENV, frontend=False) as server:
@@ -138,6 +139,7 @@ async def test_ten_threads_three_approvals_and_audit_on_one_sqlite_file(tmp_path
         assert _locked_in_log(server) == 0
 
 
+@pytest.mark.slow
 async def test_the_same_load_from_two_server_processes_on_one_file(tmp_path: Path):
     data = tmp_path / "app"
     first = AppServer(data, env=ENV, log_path=tmp_path / "first.log", frontend=False).start()

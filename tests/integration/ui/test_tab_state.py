@@ -69,6 +69,7 @@ async def settle_at(server: AppServer, token: str, expected: tuple[int, int, int
     raise AssertionError(f"tab {token} did not settle at {expected} watcher(s): readings {readings}")
 
 
+@pytest.mark.slow
 async def test_repeated_watch_events_leave_one_watcher_per_tab(server: AppServer):
     async with WsClient(server.url) as c:
         await c.load_thread(str(uuid.uuid4()))
@@ -142,6 +143,7 @@ async def test_failed_resume_keeps_the_review_pending_and_says_why_on_it(server:
         assert again.chat.get("run_error", "") == "" and again.chat.get("can_continue") is False
 
 
+@pytest.mark.slow
 async def test_the_disk_state_folder_is_not_scanned_for_expired_files_on_every_write(server: AppServer):
     """Reflex's disk state manager (the embedded default) lists and stats every state file after
     each pass of its write queue (2 s debounce); the app paces that scan to once a minute

@@ -82,6 +82,7 @@ def tried(rt, text: str) -> bool:
     return any(text in a.result for a in rows(rt, WebhookAttempt))
 
 
+@pytest.mark.slow
 async def test_every_event_arrives_through_failures_hangs_and_a_restart(tmp_path, database_url):
     settings = settings_for(tmp_path, database_url)
     receiver = LoopbackReceiver(port=free_port(), mode="fail")

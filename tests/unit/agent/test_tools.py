@@ -150,6 +150,7 @@ def test_read_records_after_the_table_was_dropped_is_a_tool_error_not_a_crash(tm
     assert "amount" in ws.read_data("t:c2", "records")
 
 
+@pytest.mark.slow
 def test_workspace_set_up_by_several_processes_at_once_seeds_once(tmp_path):
     """Prod with Redis starts several workers together; each runs ensure() at start-up."""
     import subprocess
