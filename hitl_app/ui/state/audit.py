@@ -120,13 +120,17 @@ class AuditState(SessionState):
         """Every filtered row (the exports), up to ``list_decisions``' limit."""
         return await audit.list_decisions(engine=get_runtime().engines.async_, viewer=viewer, **self._filters())
 
-    async def _first_page(self, viewer: Principal) -> None:
-        """The newest ``PAGE`` filtered rows and how many match (one page query and one COUNT)."""
+    async def _read_first_page(self, viewer: Principal) -> tuple[list[audit.AuditRow], int]:
+        """The newest ``PAGE`` filtered rows and how many match (one page query and one COUNT, concurrently)."""
         engine = get_runtime().engines.async_
-        rows, self.total = await asyncio.gather(
+        return await asyncio.gather(
             audit.list_decisions(engine=engine, viewer=viewer, limit=PAGE, **self._filters()),
             audit.count_decisions(engine=engine, viewer=viewer, **self._filters()),
         )
+
+    async def _first_page(self, viewer: Principal) -> None:
+        """Show the newest ``PAGE`` filtered rows and how many match."""
+        rows, self.total = await self._read_first_page(viewer)
         self.rows = shown_rows(rows)
 
     async def _viewer(self) -> Principal | None:
@@ -146,21 +150,25 @@ class AuditState(SessionState):
         engine = get_runtime().engines.async_
         asked = str(self.router.url.query_parameters.get("thread", ""))[:200]
         try:
-            (threads, tools, self.thread_count), asked_title = await asyncio.gather(
-                audit.decision_options(engine=engine, viewer=viewer),
-                audit.thread_title(engine=engine, viewer=viewer, thread_id=asked),
-            )
+            asked_title = await audit.thread_title(engine=engine, viewer=viewer, thread_id=asked) if asked else None
             if asked_title is not None:
                 self.thread_filter = asked
-                if asked not in {tid for tid, _ in threads}:
-                    threads = [*threads, (asked, asked_title)]
+            # the rows are read beside the options, with the filters as they stand (read again if one is gone)
+            (threads, tools, self.thread_count), (rows, total) = await asyncio.gather(
+                audit.decision_options(engine=engine, viewer=viewer), self._read_first_page(viewer)
+            )
+            if asked_title is not None and asked not in {tid for tid, _ in threads}:
+                threads = [*threads, (asked, asked_title)]
             self.thread_choices = thread_choices(threads)
             self.thread_options = [value for value, _ in self.thread_choices]
             self.tool_options = [ANY, *tools]
-            for name, options in (("thread_filter", self.thread_options), ("tool_filter", self.tool_options)):
-                if getattr(self, name) not in options:
-                    setattr(self, name, ANY)
-            await self._first_page(viewer)
+            gone = [name for name, options in (("thread_filter", self.thread_options), ("tool_filter", self.tool_options))
+                    if getattr(self, name) not in options]
+            for name in gone:
+                setattr(self, name, ANY)
+            if gone:
+                rows, total = await self._read_first_page(viewer)
+            self.rows, self.total = shown_rows(rows), total
         except Exception as exc:  # noqa: BLE001 - shown on the page
             self.error = f"Could not read the audit trail: {type(exc).__name__}"
             return None
