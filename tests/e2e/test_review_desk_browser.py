@@ -115,6 +115,9 @@ def test_grant_from_a_card_then_revoke(page: Page, desk_server: AppServer):
     page.goto(desk_server.url + "/metrics")
     expect(page.get_by_test_id("metrics-page")).to_be_visible()
     expect(page.locator(".recharts-wrapper")).to_have_count(2)
+    for chart in ("metrics-days-chart", "metrics-tools-chart"):  # drawn after the numbers, in the place kept for them
+        expect(page.get_by_test_id(chart)).not_to_have_attribute("aria-busy", "true")
+        assert (page.get_by_test_id(chart).bounding_box() or {"height": 0})["height"] >= 200
     expect(page.get_by_test_id("metrics-reviews")).to_have_text("2")  # the grant's call had no card
     expect(page.locator(".recharts-legend-item-text", has_text="granted")).to_be_visible()
     keep(page, "metrics-page")

@@ -11,6 +11,7 @@ import reflex as rx
 from hitl_app.review.types import DECISION_STYLES
 from hitl_app.reviewers.metrics import OUTCOMES
 from hitl_app.ui import theme
+from hitl_app.ui.components.after_paint import after_paint
 from hitl_app.ui.components.user_menu import user_menu
 from hitl_app.ui.state.desk_pages import GrantsState, MetricsState
 
@@ -153,7 +154,7 @@ def metrics_page() -> rx.Component:
 
 
 def _metrics_body() -> rx.Component:
-    """The numbers and the two charts."""
+    """The numbers, then the two charts (drawn after the numbers have painted: ``after_paint``)."""
     return rx.vstack(
         rx.flex(
             _stat("Reviews", MetricsState.reviews.to(str), "metrics-reviews"),
@@ -163,16 +164,16 @@ def _metrics_body() -> rx.Component:
         ),
         rx.text(MetricsState.reconcile, size="2", color=theme.MUTED, data_testid="metrics-reconcile"),
         rx.heading("Reviews per day", size="3"),
-        rx.recharts.bar_chart(
+        after_paint(rx.recharts.bar_chart(
             rx.recharts.cartesian_grid(stroke_dasharray="3 3"),
             rx.recharts.x_axis(data_key="day", interval=MetricsState.day_tick_every),
             rx.recharts.y_axis(allow_decimals=False, interval=0),
             rx.recharts.graphing_tooltip(),
             rx.recharts.bar(data_key="reviews", fill="var(--accent-9)", name="reviews", is_animation_active=False),
             data=MetricsState.days, width="100%", height=220, margin={"top": 5, "right": 20, "left": 0, "bottom": 5},
-        ),
+        ), "220px", "metrics-days-chart"),
         rx.heading("Outcomes per tool", size="3"),
-        rx.recharts.bar_chart(
+        after_paint(rx.recharts.bar_chart(
             rx.recharts.cartesian_grid(stroke_dasharray="3 3"),
             rx.recharts.x_axis(data_key="tool"),
             rx.recharts.y_axis(allow_decimals=False, interval=0),
@@ -183,6 +184,6 @@ def _metrics_body() -> rx.Component:
                 for o in OUTCOMES
             ],
             data=MetricsState.per_tool, width="100%", height=280, margin={"top": 5, "right": 20, "left": 0, "bottom": 5},
-        ),
+        ), "280px", "metrics-tools-chart"),
         spacing="4", width="100%",
     )
