@@ -1,4 +1,5 @@
-"""Security headers on every HTTP response of the app (pages, static files, API routes).
+"""Security headers on every HTTP response of the app (pages, static files, API routes), and what a
+browser may keep of it (``cache_control``).
 
 A plain ASGI middleware (no Reflex import: ``hitl_app.py`` wraps the app with it through Reflex's
 ``api_transformer``). Websocket handshakes pass through unchanged.
@@ -16,9 +17,16 @@ The Content-Security-Policy is as tight as Reflex 0.10's compiled front end allo
 * ``img-src 'self' data:`` and ``connect-src 'self'`` (same-origin ``ws://``/``wss://`` included),
   so model text cannot make the browser contact another origin.
 * ``frame-ancestors 'none'`` (with ``X-Frame-Options: DENY``), ``object-src 'none'``.
+
+Caching: the build's files under ``/assets/`` carry a hash of their content in their names
+(``root-BqE-aM0J.js``), so a browser keeps them for a year without asking again (a new build has new
+names); everything else (pages, the head scripts, API answers) is asked for again each time
+(``no-cache``: a 304 when unchanged) unless the route set its own ``Cache-Control``. Without it a
+page load re-validated each of its ~40 files (issue 23: the pages' own load).
 """
 
-# Tested by: tests/integration/app/test_http_hardening.py, tests/e2e/test_browser_hardening.py - on the served app
+# Tested by: tests/integration/app/test_http_hardening.py, tests/e2e/test_browser_hardening.py - on the served app;
+# tests/unit/app/test_http_cache.py - what a browser may keep
 
 from __future__ import annotations
 
@@ -34,6 +42,11 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_HASHED_ASSET = re.compile(r"/assets/[^/]+-[A-Za-z0-9_-]{8}\.[A-Za-z0-9]+$")
+"""A build output named by its content (Vite: ``<name>-<8-character hash>.<ext>`` under ``/assets/``)."""
+KEEP_FOR_A_YEAR = b"public, max-age=31536000, immutable"
+ASK_AGAIN = b"no-cache"
 
 _INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.DOTALL | re.IGNORECASE)
 
@@ -83,9 +96,20 @@ def security_headers(script_hashes: Iterable[str] = ()) -> list[tuple[bytes, byt
     ]
 
 
+def cache_control(path: str, status: int, route_set: bytes | None) -> bytes:
+    """The ``Cache-Control`` value for a response to ``path`` (the URL path) with ``status``.
+
+    ``KEEP_FOR_A_YEAR`` for a content-hashed build file answered 200; else the route's own value
+    (``route_set``) when it set one; else ``ASK_AGAIN``. (``immutable``: RFC 8246.)
+    """
+    if status == 200 and _HASHED_ASSET.search(path):
+        return KEEP_FOR_A_YEAR
+    return route_set if route_set is not None else ASK_AGAIN
+
+
 class SecurityHeaders:
     """ASGI middleware adding ``security_headers`` to each HTTP response (replacing any the inner
-    app set under the same names).
+    app set under the same names) and its ``cache_control``.
 
     Args:
         app: the inner ASGI app.
@@ -109,7 +133,10 @@ class SecurityHeaders:
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in self._names]
-                message["headers"] = kept + self.headers
+                route_set = next((v for k, v in kept if k.lower() == b"cache-control"), None)
+                cache = cache_control(scope.get("path", ""), int(message.get("status", 200)), route_set)
+                kept = [(k, v) for k, v in kept if k.lower() != b"cache-control"]
+                message["headers"] = [*kept, *self.headers, (b"cache-control", cache)]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

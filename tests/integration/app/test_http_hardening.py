@@ -61,9 +61,11 @@ def test_pages_static_files_and_thread_urls_carry_security_headers(server: AppSe
     _assert_hardened(headers, "/")
     asset = re.search(r'src="(/assets/[^"]+\.js)"|href="(/assets/[^"]+\.(?:js|css))"', page)
     assert asset, "no asset link on the page"
+    assert headers.get("cache-control") == "no-cache", "a page is asked for again"
     status, headers, _ = _get(server.url + (asset.group(1) or asset.group(2)))
     assert status == 200
     _assert_hardened(headers, "static asset")
+    assert headers.get("cache-control") == "public, max-age=31536000, immutable", "a hashed build file is kept"
     status, headers, _ = _get(f"{server.url}/thread/{uuid.uuid4()}")
     assert status == 200
     _assert_hardened(headers, "thread page")
