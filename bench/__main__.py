@@ -266,6 +266,7 @@ def _long_summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "messages_in_dom": runs[0]["messages_in_dom"] if runs else 0,
         "interactive_ms": summary([r["interactive_ms"] for r in runs]),
+        "reopened_interactive_ms": summary([r["reopened_interactive_ms"] for r in runs]),
         "card_visible_ms": summary([r["card_visible_ms"] for r in runs]),
         "first_click_round_trip_ms": summary([r["first_click_round_trip_ms"] for r in runs]),
         "longest_task_ms": summary([r["longest_task_ms"] for r in runs]),

@@ -203,6 +203,9 @@ def _long_thread_rows(r: dict[str, Any], add: Any) -> None:
         target = f"<= {limit[0]}" + (f" ({limit[1]})" if limit[1] else "") if limit[0] else ""
         add("6 long thread", f"{int(n):,} messages + review: navigation -> interactive ms", m, _g(lo, "interactive_ms", "p95"),
             target, None if m is None or not limit[0] else m <= limit[0])
+        again = _g(lo, "reopened_interactive_ms", "median")
+        add("6 long thread", f"{int(n):,}: opened again in the same tab (build files kept): navigation -> interactive ms",
+            again, _g(lo, "reopened_interactive_ms", "p95"), target, None if again is None or not limit[0] else again <= limit[0])
         add("6 long thread", f"{int(n):,}: first click round trip ms; longest task ms",
             _g(lo, "first_click_round_trip_ms", "median"), _g(lo, "longest_task_ms", "median"))
         add("6 long thread", f"{int(n):,}: DOM elements once open | after scrolling to the top", _g(lo, "elements", "median"),

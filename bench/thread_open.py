@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _table(rows: list[dict[str, Any]], sizes: list[int]) -> None:
-    keys = ["interactive_ms", "first_click_round_trip_ms", "longest_task_ms", "elements", "messages_in_dom",
+    keys = ["interactive_ms", "reopened_interactive_ms", "first_click_round_trip_ms", "longest_task_ms", "elements",
+            "messages_in_dom",
             "scroll_reached_first", "scroll_ms", "scroll_longest_task_ms", "scroll_long_tasks", "scroll_elements_after"]
     print("\n| messages | figure (median) | after | before | after/before |\n|---|---|---|---|---|")
     for n in sizes:

@@ -38,6 +38,7 @@ def test_bench_smoke_completes_with_every_section(tmp_path: Path):
     assert results["concurrency"]["3"]["errors"] == 0, results["concurrency"]["3"]["error_samples"]
     assert results["browser"]["runs"][0]["words_seen_streaming"] == 100, "the page did not show every streamed word"
     assert set(results["long_thread"]) >= {"50", "100"}, "a thread size is missing from section 6"
+    assert all(results["long_thread"][n]["reopened_interactive_ms"]["median"] > 0 for n in ("50", "100"))
     for kind in ("idle_tabs", "open_reviews"):
         part = results["memory"][kind]
         assert part["errors"] == 0 and part["steps"][-1]["open"] == 3, f"{kind}: {part}"
