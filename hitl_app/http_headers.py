@@ -20,9 +20,11 @@ The Content-Security-Policy is as tight as Reflex 0.10's compiled front end allo
 
 Caching: the build's files under ``/assets/`` carry a hash of their content in their names
 (``root-BqE-aM0J.js``), so a browser keeps them for a year without asking again (a new build has new
-names); everything else (pages, the head scripts, API answers) is asked for again each time
-(``no-cache``: a 304 when unchanged) unless the route set its own ``Cache-Control``. Without it a
-page load re-validated each of its ~40 files (issue 23: the pages' own load).
+names). The API, the mail links and the sign-in routes (``/api/``, ``/mail/``, ``/auth/``: card details,
+tokens) are never stored (``no-store``); everything else (pages, the head scripts, the favicon) is asked
+for again each time (``no-cache``; the static files answer 304 when unchanged). A route's own
+``Cache-Control`` wins over both. Without any, a page load re-validated each of its ~40 files (issue 23:
+the pages' own load).
 """
 
 # Tested by: tests/integration/app/test_http_hardening.py, tests/e2e/test_browser_hardening.py - on the served app;
@@ -43,10 +45,14 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-_HASHED_ASSET = re.compile(r"/assets/[^/]+-[A-Za-z0-9_-]{8}\.[A-Za-z0-9]+$")
-"""A build output named by its content (Vite: ``<name>-<8-character hash>.<ext>`` under ``/assets/``)."""
+_HASHED_ASSET = re.compile(r"/assets/[^/]+-[A-Za-z0-9_-]{8}\.[A-Za-z0-9]+")
+"""A build output named by its content (Vite: ``<name>-<8-character hash>.<ext>`` right under ``/assets/``;
+the whole path must match)."""
 KEEP_FOR_A_YEAR = b"public, max-age=31536000, immutable"
 ASK_AGAIN = b"no-cache"
+NEVER_STORE = b"no-store"
+_PRIVATE_PREFIXES = ("/api/", "/mail/", "/auth/")
+"""Routes whose answers hold what a disk or a shared cache must not keep (cards, tokens, sign-in)."""
 
 _INLINE_SCRIPT = re.compile(r"<script\b(?![^>]*\bsrc=)[^>]*>(.*?)</script>", re.DOTALL | re.IGNORECASE)
 
@@ -99,12 +105,16 @@ def security_headers(script_hashes: Iterable[str] = ()) -> list[tuple[bytes, byt
 def cache_control(path: str, status: int, route_set: bytes | None) -> bytes:
     """The ``Cache-Control`` value for a response to ``path`` (the URL path) with ``status``.
 
-    ``KEEP_FOR_A_YEAR`` for a content-hashed build file answered 200; else the route's own value
-    (``route_set``) when it set one; else ``ASK_AGAIN``. (``immutable``: RFC 8246.)
+    ``KEEP_FOR_A_YEAR`` for a content-hashed build file answered 200 or 304 (a 304's headers replace the
+    stored copy's, so it must say the same); else the route's own value (``route_set``) when it set one;
+    else ``NEVER_STORE`` under ``/api/``, ``/mail/`` and ``/auth/``; else ``ASK_AGAIN``.
+    (``immutable``: RFC 8246; a 304 updates the stored headers: RFC 9111 section 4.3.4.)
     """
-    if status == 200 and _HASHED_ASSET.search(path):
+    if status in (200, 304) and _HASHED_ASSET.fullmatch(path):
         return KEEP_FOR_A_YEAR
-    return route_set if route_set is not None else ASK_AGAIN
+    if route_set is not None:
+        return route_set
+    return NEVER_STORE if path.startswith(_PRIVATE_PREFIXES) else ASK_AGAIN
 
 
 class SecurityHeaders:

@@ -204,7 +204,7 @@ async def decision_options(
 ) -> tuple[list[tuple[str, str]], list[str], int]:
     """The filters' choices over the decisions ``viewer`` may see: ``(thread_id, title)`` pairs of the ``threads``
     threads decided on most recently (newest first), the tool names (each once, sorted), and how many threads
-    have decisions in all (GROUP BY / SELECT DISTINCT; no decision rows are read)."""
+    have decisions in all (GROUP BY / SELECT DISTINCT over the visible decisions: only the grouped values come back)."""
     visible = _visible(viewer, owner)
     if visible is None:
         return [], [], 0

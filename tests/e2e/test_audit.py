@@ -103,11 +103,27 @@ def test_reviewer_name_audit_line_and_audit_page_filters_and_exports(page: Page,
     expect(rows).to_have_count(3)
     assert len(json.loads(_download(page, "audit-export-json"))) == 3
 
-    # a link to one thread's decisions (the filter lists only the threads decided on most recently)
+    # a link to one thread's decisions (the Thread filter lists the threads decided on most recently): that
+    # thread, whatever tool or decision was picked before
+    page.get_by_test_id("audit-filter-decision").select_option("reject")
+    expect(rows).to_have_count(1)
     page.goto(f"{app_server.url}/audit?thread={first_thread}")
     expect(page.get_by_test_id("audit-filter-thread")).to_have_value(first_thread)
+    expect(page.get_by_test_id("audit-filter-decision")).to_have_value("any")
     expect(rows).to_have_count(2)
     expect(page.get_by_test_id("audit-thread-note")).to_have_count(0)  # both threads are listed
+    expect(page.get_by_test_id("audit-link-note")).to_have_count(0)
+    # a link to a thread with no decisions of hers (here: none at all) says so and shows every thread
+    page.goto(f"{app_server.url}/audit?thread=00000000-0000-4000-8000-000000000000")
+    expect(page.get_by_test_id("audit-link-note")).to_contain_text("No decisions you may see on that thread")
+    expect(page.get_by_test_id("audit-filter-thread")).to_have_value("any")
+    expect(rows).to_have_count(3)
+    # a thread's title opens the thread, in the page (no reload)
+    page.evaluate("() => { window.__stayed = true; }")
+    rows.filter(has_text="rae@example.com").locator("a.audit-title").click()
+    expect(page).to_have_url(re.compile(r"/thread/[0-9a-f-]{36}$"))
+    expect(page.get_by_test_id("composer-input")).to_be_visible()
+    assert page.evaluate("() => window.__stayed === true"), "the thread link reloaded the whole page"
 
 
 def test_audit_page_shows_only_this_browsers_decisions(page: Page, app_server: AppServer):

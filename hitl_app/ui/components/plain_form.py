@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from reflex.components.component import field
 from reflex.vars.base import Var
-from reflex_components_core.el.elements.base import BaseHTML  # type: ignore[import-untyped]
+from reflex_components_core.el.elements.base import BaseHTML
 
 
 class PlainForm(BaseHTML):

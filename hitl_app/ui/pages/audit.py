@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import reflex as rx
+from reflex_components_core.react_router import ReactRouterLink
 
 from hitl_app.store.audit import AuditRow
 from hitl_app.ui import theme
@@ -29,7 +30,8 @@ def _row(row: AuditRow) -> rx.Component:
             rx.el.span(row.decided_at.replace("T", " ").replace("+00:00", ""), title=row.decided_at, class_name="audit-nowrap"),
             cls="audit-small", data_testid="audit-when",
         ),
-        _cell(rx.el.a(row.thread_title, href="/thread/" + row.thread_id, title=row.thread_title, class_name="audit-title"),
+        _cell(ReactRouterLink.create(row.thread_title, to="/thread/" + row.thread_id, title=row.thread_title,
+                                     class_name="audit-title"),  # in-app navigation, as rx.link does
               cls="audit-thread"),
         _cell(rx.el.code(row.tool_name, class_name="audit-tool")),
         _cell(rx.badge(row.decision_type)),
@@ -162,6 +164,8 @@ def audit_page() -> rx.Component:
         ),
         rx.cond(AuditState.thread_note != "", rx.text(AuditState.thread_note, size="1", color=theme.MUTED,
                                                       data_testid="audit-thread-note")),
+        rx.cond(AuditState.link_note != "", rx.callout(AuditState.link_note, icon="info", size="1",
+                                                       data_testid="audit-link-note")),
         rx.cond(AuditState.error != "", rx.callout(AuditState.error, color_scheme="red", icon="triangle-alert")),
         rx.cond(AuditState.signing == "no_key", rx.callout(NO_KEY, icon="info", size="1",
                                                            data_testid="audit-no-key")),

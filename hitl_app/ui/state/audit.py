@@ -28,6 +28,9 @@ NO_KEY = (
     "`python -m hitl_app audit keygen` made, or run `python -m hitl_app audit export` where the key is."
 )
 """What an admin reads instead of the signed download when the app has no key."""
+NO_SUCH_THREAD = "No decisions you may see on that thread: showing every thread."
+"""Shown after ``/audit?thread=<id>`` names a thread without decisions this person may see (a thread that does
+not exist reads the same, so the page does not tell whether it exists)."""
 TITLE_CHARS = 60
 """A thread's title is cut to this many characters in the Thread filter (stored titles are at most 60)."""
 
@@ -71,6 +74,7 @@ class AuditState(SessionState):
     thread_options: list[str] = [ANY]
     thread_choices: list[list[str]] = [[ANY, "any thread"]]
     thread_count: int = 0  # threads with decisions the person may see (the Thread filter lists the newest ones)
+    link_note: str = ""  # NO_SUCH_THREAD after a ?thread= link this person cannot use
     tool_options: list[str] = [ANY]
     decision_options: list[str] = [ANY, *DECISION_TYPES]
     thread_filter: str = ANY
@@ -142,23 +146,30 @@ class AuditState(SessionState):
 
     @rx.event
     async def load(self):
-        """on_load of /audit: the filters' options (the threads of the newest decisions, every tool), then the
-        rows. ``?thread=<id>`` selects that thread when the signed-in person may see its decisions."""
+        """on_load of /audit: the filters' options (the threads of the newest decisions, every tool, and the thread
+        chosen if it is older), then the rows. ``?thread=<id>`` shows that thread's decisions (tool and decision
+        filters cleared) when the signed-in person may see some; else every thread, with ``NO_SUCH_THREAD``."""
         self._ensure_identity()
         if (viewer := await self._viewer()) is None:
             return sign_in_redirect()
         engine = get_runtime().engines.async_
         asked = str(self.router.url.query_parameters.get("thread", ""))[:200]
+        self.link_note = ""
         try:
-            asked_title = await audit.thread_title(engine=engine, viewer=viewer, thread_id=asked) if asked else None
-            if asked_title is not None:
-                self.thread_filter = asked
+            if asked:  # a link to one thread's decisions: that thread, any tool, any decision
+                self.tool_filter = self.decision_filter = ANY
+                found = await audit.thread_title(engine=engine, viewer=viewer, thread_id=asked)
+                self.thread_filter = asked if found is not None else ANY
+                if found is None:  # the same words for a thread that does not exist and one that is not theirs
+                    self.link_note = NO_SUCH_THREAD
             # the rows are read beside the options, with the filters as they stand (read again if one is gone)
             (threads, tools, self.thread_count), (rows, total) = await asyncio.gather(
                 audit.decision_options(engine=engine, viewer=viewer), self._read_first_page(viewer)
             )
-            if asked_title is not None and asked not in {tid for tid, _ in threads}:
-                threads = [*threads, (asked, asked_title)]
+            chosen = self.thread_filter
+            if chosen != ANY and chosen not in {tid for tid, _ in threads}:  # older than the newest listed
+                title = await audit.thread_title(engine=engine, viewer=viewer, thread_id=chosen)
+                threads = threads if title is None else [*threads, (chosen, title)]
             self.thread_choices = thread_choices(threads)
             self.thread_options = [value for value, _ in self.thread_choices]
             self.tool_options = [ANY, *tools]
@@ -181,6 +192,7 @@ class AuditState(SessionState):
             return sign_in_redirect()
         if isinstance(value, str) and value in options:
             setattr(self, name, value)
+            self.link_note = ""
             await self._first_page(viewer)
         return None
 

@@ -17,8 +17,6 @@ import pytest
 from tests.helpers.app_server import ROOT, AppServer
 from tests.helpers.ws_client import ROOT_STATE, WsClient
 
-pytestmark = pytest.mark.slow  # its server builds the pages (~11 s of a test-fast run): make test runs it
-
 FRONTEND_EXCEPTION = f"{ROOT_STATE}.reflex___state____frontend_event_exception_state.handle_frontend_exception"
 
 
@@ -55,6 +53,7 @@ def _assert_hardened(headers: dict[str, str], what: str) -> None:
     assert headers.get("referrer-policy") in ("no-referrer", "same-origin"), what
 
 
+@pytest.mark.slow  # the module's server builds the pages (~11 s of a test-fast run)
 def test_pages_static_files_and_thread_urls_carry_security_headers(server: AppServer):
     status, headers, page = _get(server.url + "/")
     assert status == 200
@@ -74,6 +73,7 @@ def test_pages_static_files_and_thread_urls_carry_security_headers(server: AppSe
     _assert_hardened(headers, "favicon")
 
 
+@pytest.mark.slow  # the module's server builds the pages (~11 s of a test-fast run)
 def test_a_page_written_into_the_static_folder_later_cannot_run_inline_script(server: AppServer):
     """Someone who manages to write an HTML file next to the app's pages (a same-origin page) still
     cannot run a script there: only the build's own inline scripts are allowed."""
@@ -90,6 +90,7 @@ def test_a_page_written_into_the_static_folder_later_cannot_run_inline_script(se
     assert any(s.startswith("'sha256-") for s in _csp(headers)["script-src"])
 
 
+@pytest.mark.slow  # the module's server builds the pages (~11 s of a test-fast run)
 def test_a_forged_browser_error_report_leaves_one_short_escaped_log_line(server: AppServer):
     forged = "oops\n2099-01-01 00:00:00,000 INFO hitl_app: hitl_app started FORGED-LINE\n" + "A" * 200_000
 
@@ -116,6 +117,7 @@ def test_a_forged_browser_error_report_leaves_one_short_escaped_log_line(server:
     assert len(added.encode()) < 3 * 3000, f"the log grew by {len(added.encode()):,} bytes"
 
 
+@pytest.mark.slow  # the module's server builds the pages (~11 s of a test-fast run)
 def test_a_flood_of_browser_error_reports_is_rate_limited(server: AppServer):
     async def flood() -> None:
         async with WsClient(server.url) as c:
@@ -172,6 +174,7 @@ async def _socket_accepts(server: AppServer, origin: str) -> bool:
     return True
 
 
+@pytest.mark.slow  # the module's server builds the pages (~11 s of a test-fast run)
 def test_cross_origin_requests_get_no_cors_grant_and_no_websocket(server: AppServer):
     """Security review L8(d): no ``Access-Control-Allow-Origin: *``; only the app's own origins
     (``HITL_ALLOWED_ORIGINS``, by default the address it serves on) may read it or open its websocket."""
