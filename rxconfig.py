@@ -6,6 +6,7 @@ import reflex as rx
 
 from hitl_app.review.types import MAX_EVENT_BYTES
 from hitl_app.settings import allowed_origins
+from hitl_app.ui.pages.route_preload import PreloadRoutes
 
 # The largest legitimate event (one text box at its browser cap) must reach the server and be refused
 # with a clear message instead of closing the websocket; nothing larger is read (engine.io drops the
@@ -22,6 +23,7 @@ config = rx.Config(
     # HITL_ALLOWED_ORIGINS, else the address it serves on (hitl_app/settings.py).
     cors_allowed_origins=allowed_origins(),
     show_built_with_reflex=False,
-    plugins=[rx.plugins.RadixThemesPlugin(theme=rx.theme(accent_color="indigo", radius="medium"))],
+    # PreloadRoutes: a thread URL's page (the build's SPA fallback) preloads the thread page's modules too
+    plugins=[rx.plugins.RadixThemesPlugin(theme=rx.theme(accent_color="indigo", radius="medium")), PreloadRoutes()],
     disable_plugins=[rx.plugins.SitemapPlugin],
 )

@@ -65,9 +65,11 @@ def test_pages_static_files_and_thread_urls_carry_security_headers(server: AppSe
     assert status == 200
     _assert_hardened(headers, "static asset")
     assert headers.get("cache-control") == "public, max-age=31536000, immutable", "a hashed build file is kept"
-    status, headers, _ = _get(f"{server.url}/thread/{uuid.uuid4()}")
+    status, headers, thread_page = _get(f"{server.url}/thread/{uuid.uuid4()}")
     assert status == 200
     _assert_hardened(headers, "thread page")
+    # the thread page's own modules load with the rest (hitl_app/ui/pages/route_preload.py), not after the app's code ran
+    assert re.search(r'<link rel="modulepreload" href="/assets/_thread_[^"]+\.js"/>', thread_page), "no thread module preload"
     status, headers, _ = _get(server.url + "/favicon.ico")
     assert status == 200
     _assert_hardened(headers, "favicon")
