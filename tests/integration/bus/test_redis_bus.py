@@ -78,6 +78,10 @@ async def _collect(service, tid):
     return [e async for e in service.subscribe(tid)]
 
 
+WAIT_S = 12.0
+"""How long each idle waiter of ``test_idle_watchers_share_one_pubsub_connection`` waits for a run (s)."""
+
+
 async def test_idle_watchers_share_one_pubsub_connection(redis_url):
     """150 tabs waiting for a run cost a fixed handful of Redis connections, not two each."""
     name, prefix = f"hitl-test-{uuid.uuid4().hex[:8]}", unique_prefix()
@@ -85,13 +89,16 @@ async def test_idle_watchers_share_one_pubsub_connection(redis_url):
     await bus.start()
     try:
         before = clients_named(name)
-        waiters = [asyncio.create_task(bus.wait_for_run(str(uuid.uuid4()), after=0, timeout=3)) for _ in range(150)]
-        await asyncio.sleep(1.0)
+        # the waiters give up after WAIT_S: long enough for a loaded machine to subscribe all 150 first
+        waiters = [asyncio.create_task(bus.wait_for_run(str(uuid.uuid4()), after=0, timeout=WAIT_S)) for _ in range(150)]
+        deadline = time.monotonic() + WAIT_S - 2
+        while len(_channels(prefix)) < 150 and time.monotonic() < deadline:  # an event, not a fixed pause
+            await asyncio.sleep(0.05)
+        assert len(_channels(prefix)) == 150, "each waiter's thread channel is subscribed (on the shared connection)"
         during = clients_named(name)
         assert during <= MAX_CONNECTIONS, f"150 idle waiters hold {during} Redis connections (was {before} before)"
         await asyncio.sleep(0.5)
         assert clients_named(name) == during, "the count stays constant while they wait"
-        assert len(_channels(prefix)) == 150, "each waiter's thread channel is subscribed (on the shared connection)"
         assert await asyncio.gather(*waiters) == [False] * 150
         await asyncio.sleep(0.2)
         assert clients_named(name) <= during
