@@ -276,6 +276,7 @@ async def test_a_kept_choice_the_rights_refuse_is_not_shown(server):
     assert app_db.audit_rows(server.data_dir, tid) == [] and app_db.tool_effects(server.data_dir, "transfer_funds") == 0
 
 
+@pytest.mark.slow
 async def test_a_pick_survives_a_server_restart(tmp_path: Path):
     data, tid, mo = tmp_path / "app", str(uuid.uuid4()), str(uuid.uuid4())
     first = AppServer(data, frontend=False).start()
