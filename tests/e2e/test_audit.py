@@ -132,6 +132,7 @@ def test_audit_page_shows_only_this_browsers_decisions(page: Page, app_server: A
     page.goto(app_server.url + "/audit")
     expect(page.get_by_test_id("audit-count")).to_have_text("0 decisions")
     expect(page.get_by_test_id("audit-row")).to_have_count(0)
+    expect(page.get_by_test_id("audit-empty")).to_contain_text("No decisions you may see yet")  # says why it is empty
 
 
 def test_an_admins_signed_download_verifies_with_the_command_line(page: Page, app_server: AppServer, tmp_path):

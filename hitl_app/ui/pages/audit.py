@@ -171,6 +171,8 @@ def audit_page() -> rx.Component:
                                                            data_testid="audit-no-key")),
         rx.text(AuditState.count_label, size="2", data_testid="audit-count"),
         _table(),
+        rx.cond(AuditState.empty_note != "", rx.text(AuditState.empty_note, size="2", color=theme.MUTED,
+                                                     data_testid="audit-empty")),
         rx.cond(
             AuditState.more,
             rx.button("Show more", on_click=AuditState.show_more, variant="soft", data_testid="audit-show-more"),

@@ -166,7 +166,7 @@ def _metrics_body() -> rx.Component:
         rx.heading("Reviews per day", size="3"),
         after_paint(rx.recharts.bar_chart(
             rx.recharts.cartesian_grid(stroke_dasharray="3 3"),
-            rx.recharts.x_axis(data_key="day", interval=MetricsState.day_tick_every),
+            rx.recharts.x_axis(data_key="day", ticks=MetricsState.day_ticks, interval=0),
             rx.recharts.y_axis(allow_decimals=False, interval=0),
             rx.recharts.graphing_tooltip(),
             rx.recharts.bar(data_key="reviews", fill="var(--accent-9)", name="reviews", is_animation_active=False),
@@ -175,7 +175,8 @@ def _metrics_body() -> rx.Component:
         rx.heading("Outcomes per tool", size="3"),
         after_paint(rx.recharts.bar_chart(
             rx.recharts.cartesian_grid(stroke_dasharray="3 3"),
-            rx.recharts.x_axis(data_key="tool"),
+            # every tool named, slanted so five long names fit a phone (the default hid some to avoid overlap)
+            rx.recharts.x_axis(data_key="tool", interval=0, angle=-30, text_anchor="end", height=90),
             rx.recharts.y_axis(allow_decimals=False, interval=0),
             rx.recharts.graphing_tooltip(),
             rx.recharts.legend(),
@@ -183,7 +184,7 @@ def _metrics_body() -> rx.Component:
                 rx.recharts.bar(data_key=o, stack_id="outcomes", fill=OUTCOME_COLORS[o], name=o, is_animation_active=False)
                 for o in OUTCOMES
             ],
-            data=MetricsState.per_tool, width="100%", height=280, margin={"top": 5, "right": 20, "left": 0, "bottom": 5},
-        ), "280px", "metrics-tools-chart"),
+            data=MetricsState.per_tool, width="100%", height=330, margin={"top": 5, "right": 20, "left": 0, "bottom": 5},
+        ), "330px", "metrics-tools-chart"),
         spacing="4", width="100%",
     )

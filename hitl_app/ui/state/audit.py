@@ -28,7 +28,7 @@ NO_KEY = (
     "`python -m hitl_app audit keygen` made, or run `python -m hitl_app audit export` where the key is."
 )
 """What an admin reads instead of the signed download when the app has no key."""
-NO_SUCH_THREAD = "No decisions you may see on that thread: showing every thread."
+NO_SUCH_THREAD = "No decisions you may see on that thread, so every thread is shown."
 """Shown after ``/audit?thread=<id>`` names a thread without decisions this person may see (a thread that does
 not exist reads the same, so the page does not tell whether it exists)."""
 TITLE_CHARS = 60
@@ -97,8 +97,18 @@ class AuditState(SessionState):
         listed = len(self.thread_choices) - 1
         if self.thread_count <= listed:
             return ""
-        return (f"Lists the {audit.THREAD_CHOICES} threads decided on most recently, of {self.thread_count:,}; "
-                "for another, open /audit?thread= and its id.")
+        return (f"Lists the {audit.THREAD_CHOICES} threads decided on most recently (by title), of "
+                f"{self.thread_count:,}; for another, open /audit?thread= and its id.")
+
+    @rx.var
+    def empty_note(self) -> str:
+        """Where the table has no row: why ("" when it has rows)."""
+        if self.total > 0 or self.error:
+            return ""
+        if ANY == self.thread_filter == self.tool_filter == self.decision_filter:
+            return ("No decisions you may see yet: one appears here once a card on your threads, or one you were "
+                    "asked to decide, is decided.")
+        return "No decisions match these filters."
 
     @rx.var
     def more(self) -> bool:
