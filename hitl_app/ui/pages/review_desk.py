@@ -21,6 +21,11 @@ OUTCOME_COLORS: dict[str, str] = {
 }
 """One colour per outcome in the per-tool chart."""
 
+DAYS_CHART_PX = 220
+TOOLS_CHART_PX = 330
+"""The charts' heights (px), also the place ``after_paint`` keeps for each until it is drawn."""
+_CHART_MARGIN = {"top": 5, "right": 20, "left": 0, "bottom": 5}
+
 _STATUS_COLOR = {"active": "green", "expired": "gray", "revoked": "red"}
 
 
@@ -170,8 +175,8 @@ def _metrics_body() -> rx.Component:
             rx.recharts.y_axis(allow_decimals=False, interval=0),
             rx.recharts.graphing_tooltip(),
             rx.recharts.bar(data_key="reviews", fill="var(--accent-9)", name="reviews", is_animation_active=False),
-            data=MetricsState.days, width="100%", height=220, margin={"top": 5, "right": 20, "left": 0, "bottom": 5},
-        ), "220px", "metrics-days-chart"),
+            data=MetricsState.days, width="100%", height=DAYS_CHART_PX, margin=_CHART_MARGIN,
+        ), f"{DAYS_CHART_PX}px", "metrics-days-chart"),
         rx.heading("Outcomes per tool", size="3"),
         after_paint(rx.recharts.bar_chart(
             rx.recharts.cartesian_grid(stroke_dasharray="3 3"),
@@ -184,7 +189,7 @@ def _metrics_body() -> rx.Component:
                 rx.recharts.bar(data_key=o, stack_id="outcomes", fill=OUTCOME_COLORS[o], name=o, is_animation_active=False)
                 for o in OUTCOMES
             ],
-            data=MetricsState.per_tool, width="100%", height=330, margin={"top": 5, "right": 20, "left": 0, "bottom": 5},
-        ), "330px", "metrics-tools-chart"),
+            data=MetricsState.per_tool, width="100%", height=TOOLS_CHART_PX, margin=_CHART_MARGIN,
+        ), f"{TOOLS_CHART_PX}px", "metrics-tools-chart"),
         spacing="4", width="100%",
     )

@@ -165,10 +165,11 @@ class AuditState(SessionState):
         engine = get_runtime().engines.async_
         asked = str(self.router.url.query_parameters.get("thread", ""))[:200]
         self.link_note = ""
+        titles: dict[str, str | None] = {}  # thread_title answers already read in this load
         try:
             if asked:  # a link to one thread's decisions: that thread, any tool, any decision
                 self.tool_filter = self.decision_filter = ANY
-                found = await audit.thread_title(engine=engine, viewer=viewer, thread_id=asked)
+                titles[asked] = found = await audit.thread_title(engine=engine, viewer=viewer, thread_id=asked)
                 self.thread_filter = asked if found is not None else ANY
                 if found is None:  # the same words for a thread that does not exist and one that is not theirs
                     self.link_note = NO_SUCH_THREAD
@@ -178,7 +179,8 @@ class AuditState(SessionState):
             )
             chosen = self.thread_filter
             if chosen != ANY and chosen not in {tid for tid, _ in threads}:  # older than the newest listed
-                title = await audit.thread_title(engine=engine, viewer=viewer, thread_id=chosen)
+                title = titles[chosen] if chosen in titles else await audit.thread_title(
+                    engine=engine, viewer=viewer, thread_id=chosen)
                 threads = threads if title is None else [*threads, (chosen, title)]
             self.thread_choices = thread_choices(threads)
             self.thread_options = [value for value, _ in self.thread_choices]

@@ -3,21 +3,13 @@ there are in all, and a thread reached by its id (``/audit?thread=``) only when 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from hitl_app.desk.cards import BrowserPerson
 from hitl_app.store.audit import decision_options, thread_title
 from hitl_app.store.tables import AuditRecord, ThreadRecord
 
 T0 = datetime(2025, 5, 3, 12, 0, tzinfo=UTC)
-
-
-@dataclass(frozen=True)
-class _Who:
-    account_id: int
-    role: str
-    display_name: str = "Ada"
-    email: str = "ada@example.com"
 
 
 async def test_the_thread_filter_lists_the_newest_threads_and_a_link_reaches_any_other(engines, session):
@@ -33,7 +25,7 @@ async def test_the_thread_filter_lists_the_newest_threads_and_a_link_reaches_any
     async with session() as s:
         s.add_all([*threads, *decisions])
         await s.commit()
-    admin, member = _Who(9, "admin"), _Who(1, "member")
+    admin, member = BrowserPerson("9", role="admin"), BrowserPerson("1")
     everyone = await decision_options(engine=engines.async_, viewer=admin, threads=5)
     mine = await decision_options(engine=engines.async_, viewer=member, threads=5)
     found = [await thread_title(engine=engines.async_, viewer=who, thread_id=tid)
