@@ -7,8 +7,11 @@
 // (the id of the element that scrolls: the thread column scrolls as one, with the live reply, the
 // review and the notices below the list), onStartReached() (the reader scrolled up to the first row
 // given while earlier ones exist: the server prepends earlier rows and firstIndex goes down by
-// as many rows, which keeps what the reader looks at in place), gap (px between rows). Other props
-// (data-testid) go on the list's element.
+// as many rows, which keeps what the reader looks at in place), laterCount (rows of the thread after the
+// last row given: the server keeps a window of rows, and far up a long thread the latest leave it),
+// onEndReached() (the reader scrolled down to the last row given while laterCount > 0: the server appends
+// later rows and may take rows off the top, raising firstIndex by as many), gap (px between rows).
+// Other props (data-testid) go on the list's element.
 import { Fragment, createElement as h, useCallback, useEffect, useRef, useState } from "react";
 import { Virtuoso } from "react-virtuoso";
 
@@ -33,11 +36,12 @@ function rowsOf(children) {
   return out;
 }
 
-export function MessageList({ children, firstIndex, scrollParent, onStartReached, gap, ...rest }) {
+export function MessageList({ children, firstIndex, laterCount, scrollParent, onStartReached, onEndReached, gap, ...rest }) {
   const items = rowsOf(children);
   const first = Math.max(0, firstIndex || 0);
   const [parent, setParent] = useState(null);
   const asked = useRef(-1);
+  const askedLater = useRef(-1);
   const movedUp = useRef(false);
   useEffect(() => { setParent(document.getElementById(scrollParent)); }, [scrollParent]);
   const maybeLoad = useCallback(() => {
@@ -47,6 +51,14 @@ export function MessageList({ children, firstIndex, scrollParent, onStartReached
     asked.current = first;
     onStartReached();
   }, [parent, first, onStartReached]);
+  const end = first + items.length;
+  const later = laterCount || 0;
+  const maybeLoadLater = useCallback(() => {
+    // Once per window end: the reader reached the last row given while later rows are on the server.
+    if (!onEndReached || later <= 0 || askedLater.current === end) return;
+    askedLater.current = end;
+    onEndReached();
+  }, [end, later, onEndReached]);
   useEffect(() => {
     if (!parent) return undefined;
     let last = parent.scrollTop;
@@ -71,6 +83,7 @@ export function MessageList({ children, firstIndex, scrollParent, onStartReached
     initialTopMostItemIndex: Math.max(0, items.length - 1),
     itemContent: content,
     startReached: maybeLoad,
+    endReached: maybeLoadLater,
     increaseViewportBy: { top: 400, bottom: 200 },
     defaultItemHeight: 80,
   });

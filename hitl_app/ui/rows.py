@@ -19,20 +19,57 @@ from hitl_app.ui.review_text import DECIDE_ALL
 MESSAGE_PAGE = 50
 """How many of the most recent rows a thread shows at first (a 1,000-message thread would otherwise send
 every row on load); scrolling up adds ``earlier_step`` rows at a time."""
-EARLIER_STEP_MAX = 1000
-"""The most rows one step up adds to what the tab holds (each step still resends every row the tab holds:
-``ChatState._show_rows``)."""
+EARLIER_STEP_MAX = 500
+"""The most rows one step up (or down) adds to what the tab holds."""
+WINDOW_ROWS = 1000
+"""The most rows a tab holds after a step (its window of the thread): every step resends the whole window
+(Reflex sends a changed list whole), which the page parses and maps to one element per row, so a window
+that grew with the thread made each step of a 10,000-message thread a main-thread task of 80-175 ms
+(bench/README.md rounds 13-15). Rows that fall out of the window stay on the server and come back as the
+reader scrolls to them."""
 
 
 def earlier_step(shown: int) -> int:
-    """How many earlier rows the next step up adds to a tab that shows ``shown`` rows: as many again,
+    """How many rows the next step up (or down) adds to a tab that shows ``shown`` rows: as many again,
     at least ``MESSAGE_PAGE`` and at most ``EARLIER_STEP_MAX``.
 
     Each step reads the whole thread again (the checkpoint holds its messages as one value: ~0.45 s at
     10,000 messages on this 2-core machine, bench/README.md round 13), so fixed 50-row steps made a
     reader scrolling to the top of 10,000 messages wait through 200 reads (~95 s); growing steps take
-    ~14. The list is virtualized, so the DOM does not grow with the rows a tab holds."""
+    ~24. The list is virtualized, so the DOM does not grow with the rows a tab holds."""
     return min(EARLIER_STEP_MAX, max(MESSAGE_PAGE, shown))
+
+
+def shown_range(start: int, end: int, total: int) -> tuple[int, int]:
+    """The rows ``[first, stop)`` of a thread of ``total`` rows that a tab's window ``(start, end)`` shows.
+
+    ``start`` < 0: not chosen yet (the last ``MESSAGE_PAGE`` rows); ``end`` < 0: the window follows the
+    thread's end (new rows append to it). A window is never shorter than ``MESSAGE_PAGE`` rows where the
+    thread has them."""
+    stop = total if end < 0 else min(end, total)
+    first = max(0, total - MESSAGE_PAGE) if start < 0 else start
+    return min(first, max(0, stop - MESSAGE_PAGE)), stop
+
+
+def step_up(start: int, end: int, total: int) -> tuple[int, int]:
+    """The window ``(start, end)`` after one step up (the reader reached its first row) in a thread of
+    ``total`` rows: ``earlier_step`` earlier rows join it, and rows past ``WINDOW_ROWS`` leave it at its
+    bottom (it no longer follows the end then)."""
+    first, stop = shown_range(start, end, total)
+    first = max(0, first - earlier_step(stop - first))
+    if stop - first > WINDOW_ROWS:
+        return first, first + WINDOW_ROWS
+    return first, end
+
+
+def step_down(start: int, end: int, total: int) -> tuple[int, int]:
+    """The window ``(start, end)`` after one step down (the reader reached its last row while later rows
+    exist): ``earlier_step`` later rows join it, rows past ``WINDOW_ROWS`` leave it at its top, and it
+    follows the end again once it reaches it (``end`` -1)."""
+    first, stop = shown_range(start, end, total)
+    stop += earlier_step(stop - first)
+    first = max(first, min(stop, total) - WINDOW_ROWS)
+    return first, (-1 if stop >= total else stop)
 
 
 @dataclass

@@ -177,7 +177,9 @@ def _composer_form() -> rx.Component:
 
 def _messages() -> rx.Component:
     """The thread's rows: a virtualized list that asks for the earlier page as the reader scrolls up to its
-    first row, and "Show earlier messages" above it while earlier rows are still on the server."""
+    first row (and for the later one as they scroll down to its last, once the tab's window left the end),
+    with "Show earlier messages" above it and "Show later messages" below it while such rows are still on
+    the server."""
     return rx.fragment(
         rx.cond(
             ChatState.hidden_count > 0,
@@ -188,7 +190,15 @@ def _messages() -> rx.Component:
         ),
         message_list(
             rx.foreach(ChatState.messages, message), ChatState.hidden_count, THREAD_SCROLL_ID, gap=12,
-            on_start_reached=ChatState.show_earlier, key=ChatState.tid,
+            later_count=ChatState.later_count, on_start_reached=ChatState.show_earlier,
+            on_end_reached=ChatState.show_later, key=ChatState.tid,
+        ),
+        rx.cond(
+            ChatState.later_count > 0,
+            rx.button(
+                rx.icon("chevrons-down", size=14), "Show later messages (", ChatState.later_count, " more)",
+                variant="soft", size="1", align_self="center", on_click=ChatState.show_later, data_testid="show-later",
+            ),
         ),
     )
 

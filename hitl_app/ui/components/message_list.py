@@ -9,6 +9,9 @@ long thread parses the markdown of a screenful of rows, not of every row it hold
 
 Earlier rows are not in the browser until the reader scrolls up to the first one it has: then
 ``on_start_reached`` asks the server for earlier rows (``ChatState.show_earlier``: as many again as the tab holds).
+The tab holds a window of at most ``ui/rows.py`` ``WINDOW_ROWS`` rows: far up a long thread, the latest rows
+leave it, and ``on_end_reached`` brings them back as the reader scrolls down again (``ChatState.show_later``;
+rows leaving at the top keep the reader's place through ``first_index`` too).
 """
 
 # Tested by: tests/e2e/test_long_thread.py
@@ -28,13 +31,16 @@ class MessageList(rx.Component):
 
     Props:
         first_index: the thread position (0-based) of the first row given; lower it by the number of
-            rows prepended.
+            rows prepended, raise it by the number of rows taken off the top.
+        later_count: how many rows of the thread come after the last row given (0: it is the thread's end).
         scroll_parent: the id of the element that scrolls the thread.
         gap: pixels between rows.
 
     Events:
         on_start_reached(): the reader scrolled up near the first row given while ``first_index > 0``
             (once per ``first_index``).
+        on_end_reached(): the reader scrolled down to the last row given while ``later_count > 0`` (once
+            per window end).
     """
 
     library = "$/public/message_list.js"
@@ -42,10 +48,12 @@ class MessageList(rx.Component):
     lib_dependencies: list[str] = [VIRTUOSO_PACKAGE]
 
     first_index: rx.Var[int]
+    later_count: rx.Var[int]
     scroll_parent: rx.Var[str]
     gap: rx.Var[int]
 
     on_start_reached: rx.EventHandler[rx.event.no_args_event_spec]  # type: ignore[type-arg, valid-type]  # Reflex's own idiom
+    on_end_reached: rx.EventHandler[rx.event.no_args_event_spec]  # type: ignore[type-arg, valid-type]
 
 
 def message_list(rows: Any, first_index: Any, scroll_parent: str, **props: Any) -> rx.Component:

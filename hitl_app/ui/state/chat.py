@@ -26,7 +26,7 @@ from hitl_app.threads.lost import LOST_REVIEW
 from hitl_app.threads.service import ThreadError
 from hitl_app.threads.views import ThreadView
 from hitl_app.ui import rows as ui_rows
-from hitl_app.ui.rows import MESSAGE_PAGE, MessageRow, audit_line, first_line, lock_reason, message_rows, row_keys, thread_id_of
+from hitl_app.ui.rows import MessageRow, audit_line, first_line, lock_reason, message_rows, row_keys, thread_id_of
 from hitl_app.ui.state import desk
 from hitl_app.ui.state.chat_actions import ChatActionsMixin
 from hitl_app.ui.state.chat_follow import RunFollowMixin
@@ -82,8 +82,10 @@ class ChatState(ChatActionsMixin, RunFollowMixin, SessionState):
 
     tid: str = ""
     messages: list[MessageRow] = []
-    hidden_count: int = 0
-    _start: int = -1
+    hidden_count: int = 0  # rows before the tab's window (still on the server)
+    later_count: int = 0  # rows after it (the reader scrolled far up: the window left the thread's end)
+    _start: int = -1  # the window (ui/rows.py shown_range): its first row, -1 not chosen yet
+    _end: int = -1  # one past its last row, -1 it follows the thread's end
     _audit_ids: list[str] = []
     _audit_lines: dict[str, str] = {}
     live_key: str = ""
@@ -123,7 +125,7 @@ class ChatState(ChatActionsMixin, RunFollowMixin, SessionState):
         self.tid, self.messages, self.live_key, self.hidden_count, self.streaming, self.status = "", [], "", 0, False, "idle"
         self.notice = self.run_error = self.composer_error = self.load_error = self._watch_id = self.running_label = ""
         self.load_retry = False
-        self._start, self._audit_ids, self._audit_lines, self.read_only = -1, [], {}, False
+        self._start, self._end, self.later_count, self._audit_ids, self._audit_lines, self.read_only = -1, -1, 0, [], {}, False
         await _panel().clear(self, "")
 
     async def _signed_out(self):
@@ -171,15 +173,31 @@ class ChatState(ChatActionsMixin, RunFollowMixin, SessionState):
         await _panel().fill_previews(self, viewer)
 
     def _show_rows(self, rows: list[MessageRow]) -> None:
-        """Keep the window: rows from ``_start`` on (new rows append below; earlier ones on request)."""
-        if self._start < 0:
-            self._start = max(0, len(rows) - MESSAGE_PAGE)
-        self._start = min(self._start, max(0, len(rows) - MESSAGE_PAGE))
-        rows = rows[self._start :]
+        """Keep the window (``ui_rows.shown_range``): the rows from ``_start`` to ``_end`` (new rows append
+        below while it follows the end; earlier and later ones join it as the reader scrolls to them)."""
+        self._start, stop = ui_rows.shown_range(self._start, self._end, len(rows))
+        if stop >= len(rows):
+            self._end = -1
+        later = len(rows) - stop
+        rows = rows[self._start : stop]
         if self.hidden_count != self._start:
             self.hidden_count = self._start
+        if self.later_count != later:
+            self.later_count = later
         if row_keys(rows) != row_keys(self.messages):
             self.messages = rows  # unchanged rows are not resent (the whole list goes on each change)
+
+    async def _follow_the_end(self, who: Principal) -> None:
+        """Bring the window back to the thread's end (a message was sent while the reader was scrolled far
+        up and later rows were not in the tab): the rows read again, the last ``MESSAGE_PAGE`` shown."""
+        if self.later_count <= 0:
+            return
+        self._start, self._end = -1, -1
+        try:
+            view = await get_service().load(self.tid, viewer=who)
+        except ThreadError:
+            return  # the sent turn shows as its run goes; the next read places the window
+        self._show_rows(message_rows(view.messages, await self._audit_for(view)))
 
     async def _audit_for(self, view: ThreadView) -> dict[str, Any]:
         """The audit entries of the view's tool rows, queried only when a tool row is new to this tab.
@@ -195,19 +213,36 @@ class ChatState(ChatActionsMixin, RunFollowMixin, SessionState):
 
     @rx.event
     async def show_earlier(self):
-        """Show earlier rows of the thread (``earlier_step``: as many again as the tab shows, 50 to 1,000):
-        the reader scrolled up to the first row the tab has (``MessageList.on_start_reached``), or pressed
-        "Show earlier messages"."""
+        """Show earlier rows of the thread (``ui_rows.step_up``: as many again as the tab shows, 50 to 500;
+        the window keeps at most ``WINDOW_ROWS``): the reader scrolled up to the first row the tab has
+        (``MessageList.on_start_reached``), or pressed "Show earlier messages"."""
         if (who := await self._require_principal()) is None:
             return await self._signed_out()
-        if not self.tid or self._start <= 0:
-            return None
+        if self._start > 0:
+            await self._step(who, ui_rows.step_up)
+
+    @rx.event
+    async def show_later(self):
+        """Show later rows of the thread (``ui_rows.step_down``): the window left the thread's end as the
+        reader scrolled up, and they scrolled down to its last row (``MessageList.on_end_reached``), or
+        pressed "Show later messages"."""
+        if (who := await self._require_principal()) is None:
+            return await self._signed_out()
+        if self.later_count > 0:
+            await self._step(who, ui_rows.step_down)
+
+    async def _step(self, who: Principal, step: Callable[[int, int, int], tuple[int, int]]) -> None:
+        """Read the thread again for ``who`` and move the window by ``step`` (``ui_rows.step_up`` or
+        ``step_down``); a refused read shows its message instead."""
+        if not self.tid:
+            return
         try:
             view = await get_service().load(self.tid, viewer=who)
         except ThreadError as exc:
             self.load_error = exc.message
-            return None
-        self._start = max(0, self._start - ui_rows.earlier_step(len(self.messages)))
+            return
+        total = self._start + len(self.messages) + self.later_count
+        self._start, self._end = step(self._start, self._end, total)
         await self._apply_view(view)
 
     @rx.event
@@ -233,7 +268,8 @@ class ChatState(ChatActionsMixin, RunFollowMixin, SessionState):
         """Read the page's thread for ``who`` into this tab (``load_thread``); returns its follow-up events."""
         self.tid = tid = thread_id_of(self.router.url.path)
         self.worker_pid = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self.messages, self.live_key, self._start, self._audit_ids, self._audit_lines = [], "", -1, [], {}
+        self.messages, self.live_key, self._start, self._end, self._audit_ids, self._audit_lines = [], "", -1, -1, [], {}
+        self.later_count = 0
         self.load_error = self.run_error = self.composer_error = self.notice = ""
         self.load_retry = False
         try:

@@ -46,6 +46,7 @@ class ChatActionsMixin(rx.State, mixin=True):
         def _begin_stream(self) -> None: ...
         def _watch_if_needed(self) -> list[Any]: ...
         async def _clear_panel(self) -> None: ...
+        async def _follow_the_end(self, who: Principal) -> None: ...
 
     @rx.event
     async def send(self, form_data: dict[str, Any]):
@@ -70,6 +71,7 @@ class ChatActionsMixin(rx.State, mixin=True):
             self.composer_error = exc.message
             return None
         await self._clear_panel()
+        await self._follow_the_end(who)
         self.messages = [*self.messages, MessageRow(key=f"pending-{uuid.uuid4().hex[:8]}", role="user", text=text)]
         self._begin_stream()
         return [*clear_composer(), *self._watch_if_needed(), ThreadListState.refresh]

@@ -111,12 +111,44 @@ def test_a_policys_on_reject_stop_opens_the_card_with_reject_and_stop_ticked(tmp
 
 
 def test_scrolling_up_adds_as_many_rows_again_so_the_top_of_a_long_thread_is_a_few_reads_away():
-    from hitl_app.ui.rows import EARLIER_STEP_MAX, MESSAGE_PAGE, earlier_step
+    from hitl_app.ui.rows import EARLIER_STEP_MAX, MESSAGE_PAGE, WINDOW_ROWS, earlier_step, shown_range, step_up
 
     assert earlier_step(0) == MESSAGE_PAGE and earlier_step(MESSAGE_PAGE) == MESSAGE_PAGE
     assert earlier_step(200) == 200 and earlier_step(50_000) == EARLIER_STEP_MAX
-    shown, reads = MESSAGE_PAGE, 0
-    while shown < 10_000:  # the reads a reader waits through from the end of 10,000 messages to the first
-        shown += earlier_step(shown)
+    start, end, reads, held = -1, -1, 0, []
+    while shown_range(start, end, 10_000)[0] > 0:  # from the end of 10,000 messages to the first
+        start, end = step_up(start, end, 10_000)
+        first, stop = shown_range(start, end, 10_000)
+        held.append(stop - first)
         reads += 1
-    assert reads <= 15, reads
+    assert reads <= 25, reads
+    assert max(held) == WINDOW_ROWS and held[-1] == WINDOW_ROWS, "the tab's window never holds more than WINDOW_ROWS"
+    assert shown_range(start, end, 10_000) == (0, WINDOW_ROWS)
+
+
+def test_a_new_window_shows_the_last_page_and_follows_the_end_as_rows_arrive():
+    from hitl_app.ui.rows import MESSAGE_PAGE, shown_range
+
+    assert shown_range(-1, -1, 10) == (0, 10)
+    assert shown_range(-1, -1, 500) == (500 - MESSAGE_PAGE, 500)
+    assert shown_range(450, -1, 503) == (450, 503), "a window that follows the end takes new rows"
+    assert shown_range(100, 400, 503) == (100, 400), "a window that left the end does not"
+    assert shown_range(480, 490, 495) == (440, 490), "never shorter than a page where the thread has the rows"
+
+
+def test_scrolling_back_down_brings_the_later_rows_back_and_follows_the_end_again():
+    from hitl_app.ui.rows import WINDOW_ROWS, shown_range, step_down, step_up
+
+    start, end = -1, -1
+    while shown_range(start, end, 10_000)[0] > 0:
+        start, end = step_up(start, end, 10_000)
+    assert end == WINDOW_ROWS
+    seen_end = shown_range(start, end, 10_000)[1]
+    while end != -1:
+        start, end = step_down(start, end, 10_000)
+        first, stop = shown_range(start, end, 10_000)
+        assert stop - first <= WINDOW_ROWS and stop > seen_end, (first, stop)
+        seen_end = stop
+    assert shown_range(start, end, 10_000) == (10_000 - WINDOW_ROWS, 10_000)
+    assert shown_range(start, end, 10_003)[1] == 10_003, "back at the end, it follows new rows again"
+    assert step_down(200, 250, 260) == (200, -1), "a step past the end follows it"
