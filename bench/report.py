@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench import not_met
+
 SECTIONS = ("floor", "ws", "browser", "burst", "concurrency", "long_thread", "deployed", "memory")
 
 
@@ -296,7 +298,8 @@ def _acu_rows(acu: dict[str, Any], app: dict[str, Any], add: Any) -> None:
 
 
 def render_table(r: dict[str, Any]) -> str:
-    """The results as a fixed-width table (median, p95, target, met)."""
+    """The results as a fixed-width table (median, p95, target, met), then the note of each target not met
+    (``bench/not_met.py``: what stands in the way, measured, and what was tried)."""
     head = ("section", "metric", "median", "p95", "target", "met")
     body = [(s, m, _fmt(a), _fmt(b), t, "" if ok is None else ("yes" if ok else "NO")) for s, m, a, b, t, ok in rows(r)]
     widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(6)]
@@ -306,4 +309,5 @@ def render_table(r: dict[str, Any]) -> str:
 
     smoke = "(smoke: targets not meaningful)" if r.get("smoke") else ""
     title = f"hitl_app streaming benchmark {r.get('label') or ''} {smoke} git {r.get('git')} total {r.get('total_s')} s"
-    return "\n".join([title, line(head), line(["-" * w for w in widths]), *(line(b) for b in body)])
+    table = "\n".join([title, line(head), line(["-" * w for w in widths]), *(line(b) for b in body)])
+    return table + not_met.render((s, m) for s, m, _a, _b, _t, ok in rows(r) if ok is False)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench import not_met
+
 
 def _f(x: Any, digits: int = 1) -> str:
     if x is None:
@@ -135,7 +137,8 @@ def _inbox_page(key: str, r: dict[str, Any]) -> list[tuple[str, str, str, str, s
 
 
 def render(results: dict[str, Any]) -> str:
-    """The table (plain text) of a ``python -m bench scale`` result."""
+    """The table (plain text) of a ``python -m bench scale`` result, then the note of each target not met
+    (``bench/not_met.py``)."""
     lines: list[tuple[str, str, str, str, str, str]] = []
     for key, r in results.items():
         if not isinstance(r, dict) or key.startswith("_") or key in ("config", "machine"):
@@ -162,4 +165,5 @@ def render(results: dict[str, Any]) -> str:
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     title = (f"hitl_app scale benchmark {results.get('label', '')}  git {results.get('git')}  {results.get('workers')} workers"
              f"  total {results.get('total_s')} s  load at start {results['machine']['load_at_start'][0]:.2f}")
-    return "\n".join([title, fmt.format(*head), fmt.format(*("-" * w for w in widths))] + [fmt.format(*x) for x in lines])
+    table = "\n".join([title, fmt.format(*head), fmt.format(*("-" * w for w in widths))] + [fmt.format(*x) for x in lines])
+    return table + not_met.render((row.split("_")[0], metric) for row, metric, _f, _t, met, _l in lines if met == "NO")
