@@ -6,6 +6,9 @@ reviewer may decide. The member opens the list of keys first (``?``, then Esc), 
 and decides her four cards with A, J, E, R, S, typing, Tab/Enter on "Check edit", Esc and Ctrl+Enter;
 the reviewer then decides the fifth with A and Ctrl+Enter. No click on a card.
 
+The issue's own case comes first: three mails, A, J, A, J, R, a reason and Ctrl+Enter, with where
+the focus is after every key read from ``document.activeElement``.
+
 Before the fix, the "?" list returned the focus to its "Keys" button: A then acted on the first
 undecided card and J started again from the first card, so A, J, A, J, R left the second card
 rejected and the third undecided (issue 23); and the letters typed right after R, before the
@@ -55,6 +58,17 @@ def people(browser: Browser, team_server: AppServer) -> Iterator[tuple[Page, Pag
     assert not problems, f"browser problems: {problems}"
 
 
+@pytest.fixture
+def member(browser: Browser, team_server: AppServer) -> Iterator[Page]:
+    """A member (Mia) alone, in a browser of her own; fails on browser problems."""
+    page = watched_page(browser.new_context(viewport={"width": 1280, "height": 800}))
+    sign_in_browser(page, team_server, role="member", name="Mia Member")
+    yield page
+    problems = list(getattr(page, "problems", []))
+    page.context.close()
+    assert not problems, f"browser problems: {problems}"
+
+
 class Keys:
     """Key presses with ``pause_ms`` between them (0: machine speed) and typing at ``type_ms`` a key."""
 
@@ -73,6 +87,89 @@ class Keys:
 
 def _focused_testid(page: Page) -> str:
     return page.evaluate("() => document.activeElement?.dataset?.testid || ''")
+
+
+FOCUS = """() => {
+    const el = document.activeElement;
+    const card = el && el.closest ? el.closest('[data-testid=approval-card]') : null;
+    return {card: card ? Number(card.dataset.index) : null, testid: (el && el.dataset && el.dataset.testid) || '',
+            tag: el ? el.tagName : ''};
+}"""
+# Where the focus is as each key arrives (window, capture phase: before the page's own key handling),
+# i.e. where the key before it left the focus, whatever the pace.
+RECORD_FOCUS = """() => {
+    window.focusAtKey = [];
+    window.addEventListener('keydown', (e) => {
+        const el = document.activeElement;
+        const card = el && el.closest ? el.closest('[data-testid=approval-card]') : null;
+        window.focusAtKey.push({key: e.key, card: card ? Number(card.dataset.index) : null,
+                                testid: (el && el.dataset && el.dataset.testid) || '', tag: el ? el.tagName : ''});
+    }, true);
+}"""
+THREE_MAILS = (
+    "email alice@example.com about plans: soon and email bob@example.com about lunch: at noon and "
+    "email carol@example.com about tea: at four"
+)
+
+
+def _focus(page: Page) -> dict:
+    """What ``document.activeElement`` is now: the index of the card it is in (None: outside every
+    card) and its test id; its tag too when it is a field."""
+    now = page.evaluate(FOCUS)
+    if now["tag"] not in ("INPUT", "TEXTAREA", "SELECT"):
+        del now["tag"]
+    return now
+
+
+@pytest.mark.parametrize("pace", ["person", "machine"])
+def test_a_j_a_j_r_on_three_cards_decides_each_and_ctrl_enter_submits(member: Page, team_server: AppServer, pace: str):
+    """Issue 23's case: A, J, A, J, R, a reason, Ctrl+Enter on three mails approves the first two,
+    rejects the third with the reason and submits; the focus stays on the card after each A (whose
+    grant select then appears), J moves it to the next card, R puts it in the reason box."""
+    person = pace == "person"
+    keys = Keys(member, 450, 70) if person else Keys(member, 0, 0)
+    open_new_thread(member, team_server)
+    send(member, THREE_MAILS)
+    expect(cards(member)).to_have_count(3)
+    expect(card(member, 0)).to_be_focused()  # the first undecided card takes the focus
+    member.evaluate(RECORD_FOCUS)
+    reason = card(member, 2).get_by_test_id("reject-message")
+
+    if person:  # a person looks after each key: the focus is checked once the key's effect shows
+        for index in (0, 1):
+            keys.press("a")
+            expect(card(member, index)).to_have_attribute("data-choice", "approve")
+            expect(card(member, index).get_by_test_id("grant-scope")).to_be_visible()
+            assert _focus(member) == {"card": index, "testid": "approval-card"}, "after A, its grant select shown"
+            keys.press("j")
+            assert _focus(member) == {"card": index + 1, "testid": "approval-card"}, "after J"
+        keys.press("r")
+        expect(card(member, 2)).to_have_attribute("data-choice", "reject")
+        expect(reason).to_be_focused()
+        assert _focus(member) == {"card": 2, "testid": "reject-message", "tag": "INPUT"}, "after R"
+        keys.type(REASON)
+        expect(reason).to_have_value(REASON)
+        assert [card(member, i).get_attribute("data-choice") for i in range(3)] == ["approve", "approve", "reject"]
+    else:  # machine speed: every key at once, the reason typed before its box is on the page
+        keys.press("a", "j", "a", "j", "r")
+        keys.type(REASON)
+    keys.press("Control+Enter")
+
+    at_key = member.evaluate("() => window.focusAtKey")
+    assert [(k["key"], k["card"]) for k in at_key[:5]] == [("a", 0), ("j", 0), ("a", 1), ("j", 1), ("r", 2)], at_key
+    assert all(k["testid"] == "approval-card" for k in at_key[:5]), at_key  # on the card itself, not a select or the page
+    if person:  # after R every letter went to the reason box
+        assert {(k["card"], k["testid"]) for k in at_key[5:]} == {(2, "reject-message")}, at_key
+
+    # submitted: the review is gone and each call ran or was rejected as decided
+    expect(member.get_by_test_id("review-panel")).to_have_count(0)
+    wait_idle(member)
+    tools = messages(member, "tool")
+    expect(tools).to_have_count(3)
+    assert [t.get_attribute("data-outcome") for t in tools.all()] == ["executed", "executed", "rejected"]
+    expect(tools.nth(0)).to_contain_text("alice@example.com")
+    expect(tools.nth(1)).to_contain_text("bob@example.com")
+    expect(tools.nth(2)).to_contain_text(REASON)
 
 
 def _member_decides_by_keyboard(page: Page, keys: Keys) -> None:
