@@ -2,7 +2,8 @@
 examples/policies/team.toml: the member asks to pay, the reviewer's /reviews shows it live (no
 reload), the sidebar count and the tab title follow, a notification fires while the reviewer's
 tab is hidden (and opens the review when clicked), the item opens the thread with its card, and
-the reviewer's approval empties the inbox. Permission to notify is asked only by the button.
+the reviewer's approval empties the inbox. The inbox and the card say the same wait for the same
+review (QA C6: the inbox said "just now" where the card said "waiting 53 s"). Permission to notify is asked only by the button.
 "Nothing waits for you." sits in the middle of the page's column on a desktop and on a phone (QA:
 it hugged the left edge)."""
 
@@ -10,7 +11,10 @@ from __future__ import annotations
 
 import re
 import shutil
+import sqlite3
+import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -81,8 +85,10 @@ def test_a_payment_reaches_the_reviewer_live_with_count_title_and_notification(b
 
     thread_url = open_new_thread(member, team_server)
     thread_id = thread_url.rsplit("/", 1)[-1]
+    sent = time.monotonic()  # the review is raised after this
     send(member, "pay 500 to Bob")
     expect(card(member, 0)).to_be_visible()
+    _backdate_review(team_server, thread_id, WAITED_S)  # it has waited 2 h 30 min: the figures have units to get wrong
 
     item = reviewer.get_by_test_id("inbox-item")
     expect(item).to_have_count(1)  # live: no reload
@@ -109,9 +115,17 @@ def test_a_payment_reaches_the_reviewer_live_with_count_title_and_notification(b
 
     reviewer.get_by_test_id("inbox-link").click()
     reviewer.wait_for_url(re.compile(r".*/reviews$"))
+    inbox_waited = _waited(reviewer.get_by_test_id("inbox-waited").locator("[data-waited-ms]"))
+    read_inbox = time.monotonic()
     reviewer.get_by_test_id("inbox-item").click()  # the item opens the thread with its card
     reviewer.wait_for_url(thread_url)
     expect(card(reviewer, 0)).to_be_visible()
+    card_waited = _waited(reviewer.get_by_test_id("waited"))
+    read_card = time.monotonic()
+    # QA C6: the inbox and the card say the same wait, counted from the same server time
+    assert WAITED_S * 1000 - 1000 <= inbox_waited[1] <= (WAITED_S + read_inbox - sent) * 1000 + 2000, inbox_waited
+    assert -2000 <= card_waited[1] - inbox_waited[1] <= (read_card - read_inbox) * 1000 + 2000, (inbox_waited, card_waited)
+    assert inbox_waited[0] == waited_label(inbox_waited[1]) and card_waited[0] == waited_label(card_waited[1])
     reviewer.get_by_test_id("decision-approve").click()
     reviewer.get_by_test_id("submit-decisions").click()
     expect(reviewer.get_by_test_id("inbox-count")).to_have_count(0)
@@ -170,6 +184,38 @@ def test_nothing_waits_is_centred_in_the_page_on_desktop_and_phone(browser, team
     close(page)
 
 
+WAITED_S = 2 * 3600 + 30 * 60
+
+
+def _backdate_review(server: AppServer, thread_id: str, seconds: int) -> None:
+    """Move the thread's "review requested" time ``seconds`` into the past (server data)."""
+    db = sqlite3.connect(server.data_dir / "hitl.sqlite", timeout=10)
+    with db:
+        (raised,) = db.execute("SELECT requested_at FROM review_requests WHERE thread_id = ?", (thread_id,)).fetchone()
+        earlier = datetime.fromisoformat(raised) - timedelta(seconds=seconds)
+        db.execute("UPDATE review_requests SET requested_at = ? WHERE thread_id = ?", (earlier.isoformat(sep=" "), thread_id))
+    db.close()
+
+
+def waited_label(ms: int) -> str:
+    """``assets/waited.js`` ``waitedLabel``: what a wait of ``ms`` reads as on the card."""
+    s = max(0, ms // 1000)
+    minutes, hours = s // 60, s // 3600
+    if s < 60:
+        return f"waiting {s} s"
+    if minutes < 60:
+        return f"waiting {minutes} min"
+    return f"waiting {hours} h {minutes % 60} min" if hours < 48 else f"waiting {hours // 24} days"
+
+
+def _waited(span) -> tuple[str, int]:
+    """A live waited figure's text and the milliseconds it stands for, read at one moment, once it
+    shows the backdated wait (a page shown again may first paint what it read before the backdate)."""
+    expect(span).to_have_text(re.compile(r"^waiting 2 h "))
+    text, ms = span.evaluate("el => [el.textContent, Number(el.dataset.waitedMs)]")
+    return text, ms
+
+
 def _shots(browser: Browser, server: AppServer, reviewer: Page) -> None:
     """Desktop and phone screenshots of the reviewer's inbox with the waiting card."""
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -190,7 +236,6 @@ def test_a_long_inbox_shows_its_count_and_pages_with_load_more(browser, team_ser
     """60 payments waiting (written straight into the app's tables, as the scale bench does): the
     first page shows the oldest 50 and the count of all 60, "Load more" brings the rest."""
     import asyncio
-    import sqlite3
     from concurrent.futures import ThreadPoolExecutor
 
     from bench.scale_inbox import seed
