@@ -21,6 +21,16 @@ ARGS_CODE_STYLE = {"margin": "0", "maxWidth": "100%", "overflowWrap": "anywhere"
 """A code block of tool arguments (JSON): long unbroken values (an address, a path) wrap inside the
 card instead of running past its edge on a phone."""
 
+MARKDOWN_TABLE = {
+    "& table": {"borderCollapse": "collapse", "margin": "0.6em 0", "display": "block", "maxWidth": "100%",
+                "overflowX": "auto"},
+    "& th, & td": {"border": "1px solid var(--gray-6)", "padding": "4px 10px", "verticalAlign": "top"},
+    "& th": {"background": "var(--gray-a3)", "fontWeight": "600"},
+}
+"""A table in a message's markdown (a user's or the agent's pipe table): ruled cells with room
+between them (unstyled, a header read "fruitcount"), and a table wider than the bubble scrolls
+inside it rather than widening the page."""
+
 TABLE_IN_SCROLL_BOX = {
     "& .rt-ScrollAreaRoot, & .rt-ScrollAreaViewport": {"overflow": "visible !important"},
 }

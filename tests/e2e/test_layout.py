@@ -181,13 +181,26 @@ def test_a_long_user_message_is_folded_and_opens_whole(page: Page, app_server: A
     expect(messages(page, "user").nth(1).get_by_test_id("message-fold")).to_have_count(0)
 
 
+HEADER_GAP = """t => {
+    const [a, b] = [...t.querySelectorAll('th')].map(th => {
+        const r = document.createRange(); r.selectNodeContents(th); return r.getBoundingClientRect();
+    });
+    return b.left - a.right;
+}"""
+"""How far apart (px) the texts of a table's first two header cells are."""
+FENCED = "def f(x):\n    return x * 2  # **not bold**"
+
+
 def test_a_user_message_renders_markdown_safely_and_its_fold_opens_by_keyboard(page: Page, app_server: AppServer):
-    """QA: a user's message showed raw markdown. Now it renders like the agent's (bold, lists, code),
-    raw HTML stays text (never an element), and a long one's fold opens and closes with the keyboard."""
+    """QA: a user's message showed raw markdown. Now it renders like the agent's (bold, lists, code,
+    a fenced block as monospace code, a pipe table as a table with room between its cells), raw HTML
+    stays text (never an element), and a long one's fold opens and closes with the keyboard."""
     page.set_viewport_size(DESKTOP)
     open_new_thread(page, app_server)
-    text = "stream 3 words **bold words** and `code` <img src=x onerror=alert(1)>\n\n- one\n- two\n\n" + " ".join(
-        f"word{i:04d}" for i in range(300)
+    text = (
+        "stream 3 words **bold words** and `code` <img src=x onerror=alert(1)>\n\n- one\n- two\n\n"
+        f"```\n{FENCED}\n```\n\n| fruit | count |\n| --- | ---: |\n| pear | 3 |\n| plum | 12 |\n\n"
+        + " ".join(f"word{i:04d}" for i in range(300))
     )
     page.get_by_test_id("composer-input").fill(text)
     page.get_by_test_id("send-button").click()
@@ -205,6 +218,21 @@ def test_a_user_message_renders_markdown_safely_and_its_fold_opens_by_keyboard(p
     page.keyboard.press("Enter")
     expect(fold).to_have_attribute("open", "")
     expect(fold.get_by_text("word0299")).to_be_visible()
+    # QA C9: a fenced block is code (monospace, its lines and indent kept), a pipe table is a table
+    code = fold.locator("pre code")
+    expect(code).to_be_visible()
+    expect(code).to_have_text(FENCED)
+    family = code.evaluate("e => getComputedStyle(e).fontFamily")
+    assert "mono" in family.lower(), family
+    assert code.evaluate("e => e.innerText").splitlines()[:2] == FENCED.splitlines(), "the block's lines as typed"
+    table = fold.locator("table")
+    expect(table).to_be_visible()
+    expect(table.locator("th")).to_have_text(["fruit", "count"])
+    expect(table.locator("tbody tr")).to_have_count(2)
+    expect(table.locator("tbody td")).to_have_text(["pear", "3", "plum", "12"])
+    gap = table.evaluate(HEADER_GAP)
+    assert gap >= 8, f"the header cells touch ({gap:.1f} px apart): it reads 'fruitcount'"
+    expect(fold).not_to_contain_text("| ---")  # no raw markdown left
     shoot(page, "layout-user-markdown-open")
     page.keyboard.press("Enter")
     expect(fold).not_to_have_attribute("open", "")

@@ -175,7 +175,7 @@ def bubble(msg: MessageRow) -> rx.Component:
         border_radius=theme.RADIUS,
         max_width="85%",
         align_self=rx.cond(is_user, "flex-end", "flex-start"),
-        style={"overflowWrap": "anywhere", **_NO_OUTER_MARGIN},
+        style={"overflowWrap": "anywhere", **_NO_OUTER_MARGIN, **theme.MARKDOWN_TABLE},
     )
 
 
