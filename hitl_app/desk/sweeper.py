@@ -201,7 +201,10 @@ class Sweeper:
                 await desk_store.drop_expiry(session=session, interrupt_id=request.interrupt_id)
                 return 0
             await desk_store.finish_expiry(session=session, interrupt_id=request.interrupt_id, status=status)
-        if status == "escalated":  # the escalation role's inboxes (and the open thread's cards) change
+        if status in ("escalated", "expired"):
+            # escalated: the escalation role's inboxes (and the open thread's cards) change; expired: the
+            # review is answered, it waits in no inbox now (a Submit announces alike; the resumed run's end
+            # announces only a new review)
             await self.claims.bus.reviews.announce()
         async with self._session() as session:
             if status == "skipped":  # the interrupt is gone: stop looking at it

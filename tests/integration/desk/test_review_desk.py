@@ -205,6 +205,21 @@ async def test_a_deadline_expires_exactly_once_with_three_sweepers(runtimes):
     assert await sweep_all(runtimes, utcnow() + timedelta(seconds=10)) == [0, 0, 0], "never twice"
 
 
+async def test_an_expired_review_leaves_the_inboxes_at_once(runtimes):
+    """The policy's rejection tells the inboxes at once, as a person's Submit does: a browser's sidebar
+    still said "Reviews 1" after the deadline passed (only a run that ends on a new review announced)."""
+    svc = runtimes[0].service
+    t, view = await ask(svc, "write notes/e.txt: hello")
+    async with svc._session() as session:
+        assert len(await pending_reviews(session=session, person=MIA, rights=svc.rights)) == 1
+    seen = await svc.bus.reviews.version()
+    assert await svc.sweeper(worker="w0").sweep(view.desk.deadline_at + timedelta(seconds=1)) == 1
+    assert await svc.bus.reviews.version() > seen, "the inboxes were not told the review is answered"
+    async with svc._session() as session:  # what they read then: nothing waits
+        assert await pending_reviews(session=session, person=MIA, rights=svc.rights) == []
+    await svc.wait(t)
+
+
 async def test_a_card_without_a_deadline_is_rejected_with_its_sibling_and_every_line_says_by_the_policy(runtimes):
     """Issue 23: the mail has no deadline, the file write (card 1) has 2 s; when it passes, the whole
     review is answered: the mail's tool message, audit row and the agent's summary say the policy
