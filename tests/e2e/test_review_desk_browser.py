@@ -1,5 +1,6 @@
 """The review desk in Chromium: a grant from a card, revoking it, a deadline that expires while
-the page is open and after a reload, Undo; screenshots of the countdown, grants and metrics."""
+the page is open and after a reload (and the row of a card without a deadline that it answered too),
+Undo; screenshots of the countdown, grants and metrics."""
 
 from __future__ import annotations
 
@@ -141,6 +142,7 @@ def test_a_short_deadline_expires_while_open_and_after_a_reload(page: Page, desk
     expect(deadline).to_contain_text("Rejected by policy in")
     keep(page, "deadline-countdown")
     expect(cards(page)).to_have_count(0, timeout=20_000)  # the server rejected it; the page follows
+    expect(page.get_by_test_id("inbox-count")).to_have_count(0)  # and the sidebar's "Reviews 1" goes (it stayed)
     expect(messages(page, "tool").last).to_contain_text(
         "rejected by the policy: the deadline of card 1 passed (6 s without a decision)"
     )
@@ -151,6 +153,30 @@ def test_a_short_deadline_expires_while_open_and_after_a_reload(page: Page, desk
     expect(cards(page)).to_have_count(0, timeout=20_000)
     expect(messages(page, "tool")).to_have_count(2)
     expect(messages(page, "tool").last).to_contain_text("the deadline of card 1 passed (6 s")
+    # issue 23: a card without a deadline (the mail) beside one with 6 s: when card 1's deadline passes,
+    # the whole review is answered, and the mail's own row says so plainly, never "0 s" or "the reviewer"
+    send(page, "write notes/c.txt: hello and email b@example.com about lunch")
+    expect(cards(page)).to_have_count(2)
+    expect(card(page, 1).get_by_test_id("deadline")).to_contain_text("Rejected by policy in")  # the review's deadline
+    expect(cards(page)).to_have_count(0, timeout=20_000)
+    tools = messages(page, "tool")
+    expect(tools).to_have_count(4)
+    own, sibling = tools.nth(2), tools.nth(3)
+    expect(own).to_have_attribute("data-outcome", "rejected")
+    expect(sibling).to_have_attribute("data-outcome", "rejected")
+    expect(sibling.get_by_test_id("audit-line")).to_have_text(
+        "rejected by the policy: the deadline of card 1 passed (6 s without a decision), which answered the whole review"
+    )
+    expect(sibling).to_contain_text("That answered the whole review, so the send_email call did not run.")
+    expect(sibling).not_to_contain_text(re.compile(r"\b0 s\b|reviewer rejected"))
+    expect(page.get_by_test_id("inbox-count")).to_have_count(0)
+    sibling.locator("summary").click()  # opened, as a person reads it
+    expect(sibling).to_have_attribute("open", "")
+    keep(page, "deadline-sibling-row")
+    wait_idle(page)
+    summary = messages(page, "assistant").last
+    expect(summary).to_contain_text("rejected by the policy: the deadline of card 1 passed")
+    expect(summary).not_to_contain_text(re.compile(r"\b0 s\b|reviewer rejected"))
 
 
 def test_undo_puts_the_card_back_then_the_window_runs_it(page: Page, desk_server: AppServer):
