@@ -149,6 +149,48 @@ def lock_changes(committed: Path, after_start: Path) -> list[str]:
     )
 
 
+def tree_state(root: Path) -> dict[str, str] | None:
+    """What ``git status`` says differs in the source tree at ``root`` from its last commit: each changed,
+    deleted or untracked (not ignored) file's path (relative to the repository) -> its status and a
+    digest of its content now, so a second change of an already changed file shows too. None when
+    ``root`` is not in a git work tree (an unpacked copy): nothing to compare then.
+
+    ``--no-optional-locks``: the look writes nothing, not even the index's cached file times (a
+    developer's or another helper's git command in the same tree is never kept waiting)."""
+    try:
+        out = subprocess.run(
+            ["git", "--no-optional-locks", "-C", str(root), "status", "--porcelain=v1", "-z", "--untracked-files=all",
+             "--", "."],
+            capture_output=True, check=True, timeout=120,
+        ).stdout
+        top = Path(subprocess.run(["git", "-C", str(root), "rev-parse", "--show-toplevel"], capture_output=True,
+                                  check=True, timeout=60, text=True).stdout.strip())
+    except (OSError, subprocess.SubprocessError):
+        return None
+    state: dict[str, str] = {}
+    entries = iter(out.split(b"\0"))
+    for entry in entries:
+        if len(entry) < 4:
+            continue
+        status, name = entry[:2].decode(), os.fsdecode(entry[3:])
+        if status[0] in "RC":
+            next(entries, None)  # a rename's or copy's old path follows its new one
+        path = top / name
+        try:
+            content = os.readlink(path).encode() if path.is_symlink() else path.read_bytes()
+            state[name] = f"{status} {hashlib.sha256(content).hexdigest()}"
+        except OSError:
+            state[name] = f"{status} -"  # deleted (or unreadable)
+    return state
+
+
+def tree_changes(before: dict[str, str] | None, after: dict[str, str] | None) -> list[str]:
+    """The files of the source tree whose ``tree_state`` differs between two looks (``[]`` when either is None)."""
+    if before is None or after is None:
+        return []
+    return sorted(name for name in before.keys() | after.keys() if before.get(name) != after.get(name))
+
+
 def point_build_at_port(web: Path, old: int, new: int) -> int:
     """Rewrite ``localhost:<old>`` to ``localhost:<new>`` in a copied ``.web`` (``env.json`` and the
     bundled ``reflex-env`` module, with its precompressed ``.gz``); returns how many files changed.
@@ -220,6 +262,7 @@ class AppServer:
         self._builds_pages = False
         self._build_lock: IO[str] | None = None
         self._key: tuple[str, ...] = ()
+        self._tree_before: dict[str, str] | None = None
         self._signed_in: dict[str, SignedIn] = {}
 
     async def asign_in(self, key: str, *, role: str = "member", name: str = "") -> SignedIn:
@@ -285,6 +328,7 @@ class AppServer:
                 self._release_build_lock()
         self._builds_pages = build is None
         if build is None:
+            self._tree_before = tree_state(self.source_root)  # a start must change no file of the tree (QA M12)
             return [str(ROOT / ".venv/bin/reflex"), *args]
         web = self._app_root() / ".web"
         shutil.rmtree(web, ignore_errors=True)
@@ -295,22 +339,34 @@ class AppServer:
     def _keep_build(self) -> None:
         """After a start that built the pages: keep a copy of them for the next servers of this process.
 
-        Raises RuntimeError when the build rewrote the committed front-end lock (``reflex.lock/``,
-        copied into the server's own folder): the lock must pin every front-end package, or the first
-        ``make run`` of a fresh clone changes a tracked file and resolves what is missing at whatever
-        version the registry serves (issue 23, QA M12: ``recharts`` was missing)."""
+        Raises RuntimeError when the start changed a file of the source tree, as the first ``make run``
+        of a fresh clone would (issue 23, QA M12): a tracked file changed, deleted or an untracked one
+        added, by ``git status`` before and after the build (ignored files do not count; ``tree_state``),
+        or the committed front-end lock (``reflex.lock/``, copied into the server's own folder, so git
+        does not see it there) rewritten: the lock must pin every front-end package, or a fresh clone
+        resolves what is missing at whatever version the registry serves (``recharts`` was missing)."""
         key = self._key
         if not self._builds_pages or key in BUILDS or self.app_root is None:
             return
-        if changed := lock_changes(self.source_root / "reflex.lock", self.app_root / "reflex.lock"):
-            kept = self.data_dir / "reflex.lock-after-start"
-            shutil.copytree(self.app_root / "reflex.lock", kept, dirs_exist_ok=True)
+        tree = tree_changes(self._tree_before, tree_state(self.source_root))
+        lock = lock_changes(self.source_root / "reflex.lock", self.app_root / "reflex.lock")
+        if tree or lock:
+            problems = []
+            if lock:
+                kept = self.data_dir / "reflex.lock-after-start"
+                shutil.copytree(self.app_root / "reflex.lock", kept, dirs_exist_ok=True)
+                problems.append(f"it rewrote the committed front-end lock ({', '.join(lock)}): copy {kept}/* over "
+                                "reflex.lock/ and commit it")
+            if tree:
+                problems.append(
+                    f"it changed these files of the source tree {self.source_root} (git status before and after the "
+                    f"build): {', '.join(tree)}; a start must leave a fresh clone as committed (commit what the start "
+                    "writes, or make it write elsewhere or into an ignored file). If you edited them yourself during "
+                    "the build, run the tests again"
+                )
             self._release_build_lock()
             self.stop()
-            raise RuntimeError(
-                f"starting the app rewrote the committed front-end lock ({', '.join(changed)}): copy {kept}/* "
-                "over reflex.lock/ and commit it"
-            )
+            raise RuntimeError("starting the app changed the source tree: " + "; ".join(problems))
         slot = _shared_slot(key)
         keep = (slot if slot is not None else Path(tempfile.mkdtemp(prefix="hitl-web-"))) / ".web"
         shutil.copytree(self.app_root / ".web", keep, symlinks=True, ignore=shutil.ignore_patterns("node_modules"))
