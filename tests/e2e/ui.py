@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from playwright.sync_api import Locator, Page, expect
@@ -232,6 +233,34 @@ def axe_problems(page: Page) -> list[str]:
         for v in results.response["violations"]
         if v.get("impact") in ("serious", "critical")
     ]
+
+
+class AxeScan:
+    """Scans pages and dialogs at rest with ``axe_problems`` and collects what it finds, by name and
+    width (``<name>-desktop`` or ``<name>-phone``, from the page's viewport: under 600 px is the
+    phone); ``assert_clean()`` at the end of a test fails with every one of them at once.
+
+    Each scan's screenshot goes to ``test-artifacts/shots/axe-<name>-<width>.png``.
+    """
+
+    def __init__(self) -> None:
+        self.found: dict[str, list[str]] = {}
+
+    def __call__(self, page: Page, name: str, settle: Callable[[], object] | None = None, *, idle: bool = True) -> None:
+        """Scan ``page`` once ``settle()`` (e.g. an ``expect`` that the dialog shows) returned and the
+        network is idle (``idle=False``: not waited for, when the test holds a request on purpose)."""
+        if settle:
+            settle()
+        if idle:
+            page.wait_for_load_state("networkidle")
+        page.mouse.move(1, 1)  # the page at rest: a hovered link or button (the last click) has its hover colour
+        width = "phone" if (page.viewport_size or {"width": 0})["width"] < 600 else "desktop"
+        shoot(page, f"axe-{name}-{width}")
+        if problems := axe_problems(page):
+            self.found[f"{name}-{width}"] = problems
+
+    def assert_clean(self) -> None:
+        assert self.found == {}, "\n".join(f"{name}: {p}" for name, ps in self.found.items() for p in ps)
 
 
 def shoot_at(page: Page, element: Locator, name: str) -> Path:

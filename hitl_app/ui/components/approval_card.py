@@ -157,10 +157,12 @@ def _answers(card: CardRow) -> rx.Component:
             ~card.question & (card.choice == REJECT),
             rx.text(
                 rx.el.label(
+                    # a Radix checkbox is a button: axe (button-name) wants its name from aria-labelledby,
+                    # not from the label around it
                     rx.checkbox(checked=card.reject_stop, on_change=lambda on: ReviewState.set_reject_stop(card.index, on),
-                                data_testid="reject-stop"),
-                    " Reject and stop: end the run, the agent does not retry (off: reject and tell the agent, "
-                    "the run goes on)",
+                                data_testid="reject-stop", custom_attrs={"aria-labelledby": f"reject-stop-words-{card.index}"}),
+                    rx.el.span("Reject and stop: end the run, the agent does not retry (off: reject and tell the agent, "
+                               "the run goes on)", id=f"reject-stop-words-{card.index}"),
                     style={"display": "flex", "gap": "6px", "alignItems": "center"},
                 ),
                 size="2", color=theme.MUTED,
