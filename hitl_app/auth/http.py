@@ -50,7 +50,8 @@ OIDC_COOKIE = "hitl_oidc"
 CALLBACK_PATH = "/auth/oidc/callback"
 
 _CONTINUE_PAGE = (
-    '<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={path}">'
+    '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width">'
+    '<meta http-equiv="refresh" content="0;url={path}">'
     '<title>Signed in</title></head><body><p>Signed in. <a href="{path}">Continue</a></p></body></html>'
 )
 """The answer of a completed single sign-on: the browser goes on to ``path`` by itself."""

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import SHOTS, THREAD_URL, reply_to, shown_secret
+from tests.e2e.ui import SHOTS, THREAD_URL, AxeScan, reply_to, shown_secret
 from tests.helpers.app_server import AppServer
 from tests.helpers.oidc_provider import OidcTestProvider
 
@@ -78,8 +78,11 @@ def test_first_run_admin_invite_temporary_password_sign_in_out_and_disable(fresh
     page.wait_for_url(SIGN_IN_URL)
     expect(page.get_by_role("heading", name="Create the admin account")).to_be_visible()
     shot(page, "first-run-desktop")
+    scan = AxeScan()  # each page only this module reaches, at both widths (tests/e2e/test_axe_pages.py has the rest)
+    scan(page, "first-run")
     page.set_viewport_size(PHONE)
     shot(page, "first-run-phone")
+    scan(page, "first-run")
     page.set_viewport_size(DESKTOP)
     fill_and_submit(page, name=ADMIN["name"], email=ADMIN["email"], password="short")  # the browser refuses < 8
     expect(page).to_have_url(SIGN_IN_URL)
@@ -126,6 +129,10 @@ def test_first_run_admin_invite_temporary_password_sign_in_out_and_disable(fresh
     rita.goto(invite_link)  # used up: said up front, no form to fill in first
     expect(rita.get_by_test_id("invite-refused")).to_contain_text("used already")
     expect(rita.get_by_test_id("auth-submit")).to_have_count(0)
+    scan(rita, "invite-used")
+    rita.set_viewport_size(PHONE)
+    scan(rita, "invite-used")
+    rita.set_viewport_size(DESKTOP)
     rita.goto(fresh.url + "/admin")  # not an admin: back to the chat
     rita.wait_for_url(THREAD_URL)
 
@@ -143,6 +150,10 @@ def test_first_run_admin_invite_temporary_password_sign_in_out_and_disable(fresh
     sign_in(mo, fresh, "mo@example.com", temporary)
     expect(mo.get_by_role("heading", name="Choose your password")).to_be_visible()
     shot(mo, "change-password-phone")
+    scan(mo, "change-password")
+    mo.set_viewport_size(DESKTOP)
+    scan(mo, "change-password")
+    mo.set_viewport_size(PHONE)
     mo.goto(fresh.url + "/")  # nothing else opens until it is changed
     mo.wait_for_url(SIGN_IN_URL)
     mo.get_by_test_id("auth-current-password").fill(temporary)
@@ -171,6 +182,7 @@ def test_first_run_admin_invite_temporary_password_sign_in_out_and_disable(fresh
         "Your account was disabled, so you were signed out. Ask an admin to enable it again.")
     fill_and_submit(rita, email="rita@example.com", password="rita's password")
     expect(rita.get_by_test_id("auth-error")).to_have_text("This account is disabled")
+    scan.assert_clean()
 
 
 def test_sign_in_through_single_sign_on_and_the_sign_in_page_on_a_phone(fresh: AppServer, other_browser):
@@ -179,11 +191,26 @@ def test_sign_in_through_single_sign_on_and_the_sign_in_page_on_a_phone(fresh: A
     phone.goto(fresh.url + "/sign-in")
     expect(phone.get_by_role("heading", name="Sign in")).to_be_visible()
     shot(phone, "sign-in-phone")
+    scan = AxeScan()
+    scan(phone, "sign-in-sso")
     desktop = other_browser(DESKTOP)
     desktop.goto(fresh.url + "/sign-in")
     expect(desktop.get_by_test_id("sso-link")).to_be_visible()
     shot(desktop, "sign-in-desktop")
-    desktop.get_by_test_id("sso-link").click()
+    scan(desktop, "sign-in-sso")
+    # the "Signed in. Continue" page refreshes to / at once: here that refresh is answered 204 No Content (the
+    # browser stays on the page) while the page is scanned; then its own Continue link goes on
+    desktop.route(fresh.url + "/", lambda route: route.fulfill(status=204))
+    with desktop.expect_request(fresh.url + "/"):
+        desktop.get_by_test_id("sso-link").click()
+    expect(desktop.get_by_role("link", name="Continue")).to_be_visible()
+    scan(desktop, "sso-continue")
+    desktop.set_viewport_size(PHONE)
+    scan(desktop, "sso-continue")
+    desktop.set_viewport_size(DESKTOP)
+    desktop.unroute(fresh.url + "/")
+    scan.assert_clean()
+    desktop.get_by_role("link", name="Continue").click()
     desktop.wait_for_url(THREAD_URL)
     expect_menu_name(desktop, "Sam from SSO")
     assert reply_to(desktop, "stream 2 words")

@@ -246,13 +246,11 @@ class AxeScan:
     def __init__(self) -> None:
         self.found: dict[str, list[str]] = {}
 
-    def __call__(self, page: Page, name: str, settle: Callable[[], object] | None = None, *, idle: bool = True) -> None:
-        """Scan ``page`` once ``settle()`` (e.g. an ``expect`` that the dialog shows) returned and the
-        network is idle (``idle=False``: not waited for, when the test holds a request on purpose)."""
+    def __call__(self, page: Page, name: str, settle: Callable[[], object] | None = None) -> None:
+        """Scan ``page`` once ``settle()`` (e.g. an ``expect`` that the dialog shows) returned."""
         if settle:
             settle()
-        if idle:
-            page.wait_for_load_state("networkidle")
+        page.wait_for_load_state("networkidle")
         page.mouse.move(1, 1)  # the page at rest: a hovered link or button (the last click) has its hover colour
         width = "phone" if (page.viewport_size or {"width": 0})["width"] < 600 else "desktop"
         shoot(page, f"axe-{name}-{width}")

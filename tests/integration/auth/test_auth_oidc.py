@@ -44,6 +44,7 @@ async def test_code_flow_creates_a_linked_account_and_a_session(engine, config, 
     done, browser = await _flow(_app(engine, config, provider))
     # a page that refreshes to "/" by itself (a same-site navigation, so the Strict cookie goes along)
     assert done.status_code == 200 and 'http-equiv="refresh" content="0;url=/"' in done.text
+    assert '<html lang="en">' in done.text  # a page without a language fails axe's html-has-lang (serious)
     who = await resolve_session(engine=engine, token=browser.cookies[SESSION_COOKIE], config=config)
     assert (who.email, who.display_name, who.role) == ("Sam@Example.com", "Sam <Ops>", Role.MEMBER)
     assert provider.token_requests == 1
