@@ -18,7 +18,7 @@ from aiosmtpd.controller import Controller
 from playwright.sync_api import Page, expect
 
 from tests.e2e.conftest import watched_page
-from tests.e2e.ui import axe_problems, cards, open_new_thread, send, shoot, sign_in_browser
+from tests.e2e.ui import AxeScan, axe_problems, cards, open_new_thread, send, shoot, sign_in_browser
 from tests.helpers.app_server import AppServer, free_port
 from tests.helpers.paths import ROOT
 
@@ -32,6 +32,7 @@ def _reviews(server: AppServer, token: str) -> httpx.Response:
 
 def test_make_use_and_revoke_a_token(app_server: AppServer, page: Page):
     sign_in_browser(page, app_server, role="reviewer", name="Rex Token")
+    scan = AxeScan()
     for size, label in ((DESKTOP, "desktop"), (PHONE, "phone")):
         page.set_viewport_size(size)
         page.goto(app_server.url + "/account")
@@ -59,6 +60,7 @@ def test_make_use_and_revoke_a_token(app_server: AppServer, page: Page):
         row.get_by_test_id("token-revoke").click()
         expect(page.get_by_role("alertdialog")).to_contain_text(f"ci bot {label}")
         shoot(page, f"tokens-revoke-confirm-{label}")
+        scan(page, "token-revoke-dialog")
         page.get_by_test_id("token-revoke-cancel").click()
         expect(page.get_by_role("alertdialog")).to_have_count(0)
         expect(row.get_by_test_id("token-state")).to_have_text("active")
@@ -70,6 +72,7 @@ def test_make_use_and_revoke_a_token(app_server: AppServer, page: Page):
         shoot(page, f"tokens-revoked-{label}")
         refused = _reviews(app_server, token)
         assert refused.status_code == 401 and "revoked" in refused.json()["detail"]
+    scan.assert_clean()
     assert page.problems == []  # type: ignore[attr-defined]
 
 
@@ -118,6 +121,7 @@ def test_decide_from_a_mail_link(mail_app, page: Page, browser):
     reviewer_context = browser.new_context()
     reviewer = watched_page(reviewer_context)
     rex = sign_in_browser(reviewer, server, role="reviewer", name="Rex Mail")
+    scan = AxeScan()
     for size, label, kind in ((DESKTOP, "desktop", "Approve"), (PHONE, "phone", "Reject")):
         thread_url = open_new_thread(page, server)
         send(page, f"delete notes/{label}.txt")
@@ -136,11 +140,14 @@ def test_decide_from_a_mail_link(mail_app, page: Page, browser):
         done = "Approved" if kind == "Approve" else "Rejected"
         expect(reviewer.get_by_test_id("mail-decided")).to_contain_text(f"{done}: delete_file. The agent goes on.")
         shoot(reviewer, f"mail-link-decided-{label}")
+        scan(reviewer, "mail-link-decided")
         # the owner's page shows the run going on: no card left, the reply says what happened
         expect(cards(page)).to_have_count(0, timeout=60_000)
         reviewer.goto(link)  # the link works once
         expect(reviewer.get_by_text("already used or has expired")).to_be_visible()
+        scan(reviewer, "mail-link-used")
     # the used link's page answers 410 Gone on purpose (the browser logs that status); nothing else
+    scan.assert_clean()
     gone = [p for p in reviewer.problems if "status of 410" not in p]  # type: ignore[attr-defined]
     assert page.problems == [] and gone == []  # type: ignore[attr-defined]
     reviewer_context.close()

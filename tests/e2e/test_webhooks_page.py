@@ -11,7 +11,7 @@ import time
 
 from playwright.sync_api import Page, expect
 
-from tests.e2e.ui import open_new_thread, send, shoot, sign_in_browser, wait_idle
+from tests.e2e.ui import AxeScan, open_new_thread, send, shoot, sign_in_browser, wait_idle
 from tests.helpers.app_server import AppServer, free_port
 from tests.helpers.webhook_receiver import LoopbackReceiver
 
@@ -36,8 +36,19 @@ def shown_text(row, test_id: str) -> str:
     return cell.inner_text() if cell.count() else ""
 
 
+def both_widths(page: Page, scan: AxeScan, name: str) -> None:
+    """Scan ``page`` with ``scan`` at phone and desktop width, then go back to the width it had."""
+    before = page.viewport_size
+    for size in (PHONE, DESKTOP):
+        page.set_viewport_size(size)
+        scan(page, name)
+    if before:
+        page.set_viewport_size(before)
+
+
 def test_register_a_webhook_and_see_its_delivery(app_server: AppServer, page: Page):
     sign_in_browser(page, app_server, role="admin", name="Ada Hooks")
+    scan = AxeScan()  # the states tests/e2e/test_axe_pages.py does not reach: a secret shown, the two dialogs
     receiver = LoopbackReceiver(port=free_port())
     receiver.start()
     try:
@@ -66,6 +77,7 @@ def test_register_a_webhook_and_see_its_delivery(app_server: AppServer, page: Pa
         receiver.secret = secret.inner_text().strip()
         expect(page.get_by_test_id("endpoint-url")).to_contain_text(f"127.0.0.1:{receiver.port}")
         shoot(page, "webhooks-added-desktop")
+        both_widths(page, scan, "webhooks-secret-shown")
 
         thread_id = open_new_thread(page, app_server).rstrip("/").rsplit("/", 1)[-1]
         send(page, "hello")
@@ -104,6 +116,7 @@ def test_register_a_webhook_and_see_its_delivery(app_server: AppServer, page: Pa
         page.get_by_test_id("endpoint-rotate").click()
         expect(page.get_by_role("alertdialog")).to_contain_text("signed with it")
         shoot(page, "webhooks-rotate-confirm-phone")
+        both_widths(page, scan, "webhook-rotate-dialog")
         page.get_by_test_id("endpoint-rotate-confirm").click()
         rotated = page.get_by_test_id("webhook-secret")
         expect(rotated).to_have_text(re.compile(r"^whsec_[A-Za-z0-9_-]{43}$"))
@@ -119,6 +132,8 @@ def test_register_a_webhook_and_see_its_delivery(app_server: AppServer, page: Pa
         assert new_secret not in page.content()
         # delete (asked first): the endpoint goes, its log stays
         page.get_by_test_id("endpoint-delete").click()
+        expect(page.get_by_role("alertdialog")).to_contain_text("delivery log stays")
+        both_widths(page, scan, "webhook-delete-dialog")
         page.get_by_test_id("endpoint-delete-confirm").click()
         expect(page.get_by_test_id("endpoint-row")).to_have_count(0)
         expect(page.get_by_test_id("webhook-message")).to_contain_text("deleted")
@@ -126,4 +141,5 @@ def test_register_a_webhook_and_see_its_delivery(app_server: AppServer, page: Pa
         shoot(page, "webhooks-deleted-phone")
     finally:
         receiver.stop()
+    scan.assert_clean()
     assert page.problems == []  # type: ignore[attr-defined]
