@@ -43,6 +43,7 @@ def _sign_in(url: str, email: str, password: str):
     return asyncio.run(go())
 
 
+@pytest.mark.slow  # a dozen CLI processes, ~1 s each
 def test_users_add_list_set_role_disable(cli):
     added = cli("add", "Ada@Example.com", "--name", "Ada", "--role", "admin", "--password-stdin", stdin="correct horse 1\n")
     assert added.returncode == 0, added.stderr
@@ -69,6 +70,7 @@ def test_temporary_password_is_printed_and_must_be_changed(cli):
     assert who is not None and who.must_change_password is True
 
 
+@pytest.mark.slow  # a dozen CLI processes, ~1 s each
 def test_refusals_exit_1_with_the_reason(cli):
     assert cli("add", "a@example.com", "--name", "A", "--password-stdin", stdin="short\n").stderr.strip() == (
         "error: Use at least 8 characters for the password"

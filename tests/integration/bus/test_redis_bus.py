@@ -82,6 +82,7 @@ WAIT_S = 12.0
 """How long each idle waiter of ``test_idle_watchers_share_one_pubsub_connection`` waits for a run (s)."""
 
 
+@pytest.mark.slow
 async def test_idle_watchers_share_one_pubsub_connection(redis_url):
     """150 tabs waiting for a run cost a fixed handful of Redis connections, not two each."""
     name, prefix = f"hitl-test-{uuid.uuid4().hex[:8]}", unique_prefix()

@@ -27,6 +27,9 @@ from tests.helpers.langgraph_server import LangGraphDev
 from tests.helpers.pairing import assert_pairing
 from tests.integration.remote.conftest import remote_service
 
+# fault tests against a real `langgraph dev` and a fault proxy, ~40 s a run: make test runs them, make test-fast does not
+pytestmark = pytest.mark.slow
+
 OWNER = "owner-faults"
 PERSON = BrowserPerson(OWNER, "Dana")
 
@@ -94,7 +97,6 @@ async def test_a_5xx_on_a_turn_is_a_plain_sentence_in_the_thread(proxy, tmp_path
         assert view.status == "idle" and view.messages == []  # the server never took the message
 
 
-@pytest.mark.slow
 async def test_a_deployment_down_and_back(own_deployment, tmp_path):
     t = str(uuid.uuid4())
     async with remote_service(own_deployment.url, tmp_path / "hitl.sqlite") as svc:

@@ -216,6 +216,7 @@ _KILLED_RUN = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 async def test_killed_worker_then_a_turn(fake_openai, tmp_path, database_url):
     t = str(uuid.uuid4())
     proc = subprocess.Popen(
