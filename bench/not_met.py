@@ -55,9 +55,11 @@ NOTES: tuple[tuple[str, str, str], ...] = (
      "files kept, the same page is interactive in 360-390 ms. Tried: the route's modules preloaded, the build's "
      "files cached as immutable, the JSON editor loaded on demand, the first 50 rows only (rounds 13, 14)."),
     ("6 long thread", "scrolling to the top: long tasks",
-     "Stands in the way: each step up resends the tab's whole window of rows (Reflex sends a changed list "
-     "whole), which the page parses and maps to one element per row; the window is at most 1,000 rows "
-     "(ui/rows.py WINDOW_ROWS, round 15). Tried: growing steps (round 13), the bounded window (round 15)."),
+     "Stands in the way: each step up resent every row the tab had seen, so steps grew to 10,000 rows; the "
+     "tab now holds a window of at most 1,000 (ui/rows.py WINDOW_ROWS): 8-15 long tasks of up to 87-131 ms "
+     "became 4-9 of up to 63-72 ms on a quiet machine (round 15). A 500-row window left 1 and 17 in two "
+     "runs, so what remains is not the window's size; not broken down yet. Tried: growing steps (round 13), "
+     "the bounded window (round 15)."),
     ("sessions", "backend CPU s / 1k tokens",
      "Stands in the way: a streamed token's backend CPU is framework work: a py-spy profile of the 3 workers "
      "at 50 sessions (docs/scale.md) gives Reflex's processing of the tabs' live-text events 16.5 %, socket "
