@@ -12,6 +12,12 @@ from collections.abc import Iterable
 
 NOTES: tuple[tuple[str, str, str], ...] = (
     # (section, a piece of the row's metric, the note)
+    ("2 websocket", "ws bytes / reply text bytes",
+     "Stands in the way: a token costs ~11 bytes on the wire (one compressed frame each, which the lag target "
+     "needs) against ~5.5 bytes of text, and each reply has ~1,150 bytes of fixed frames (the run's start, its "
+     "status, the rows at its end): a 200-token reply is 3.1x its text, a 2,000-token one 2.1x (3,391 and "
+     "23,514 bytes in round 15's run). Tried: permessage-deflate (round 3), text batched when the line is busy "
+     "(round 4)."),
     ("3 browser", "interrupt (model tool call) -> card",
      "Stands in the way: on a quiet machine the server takes ~30 ms before the page has anything (the graph's "
      "interrupt and checkpoint writes, 13-19 ms after the model's tool call; the tab's per-person read of owner, "
