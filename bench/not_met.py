@@ -58,7 +58,8 @@ NOTES: tuple[tuple[str, str, str], ...] = (
      "(domInteractive 290-420 ms here), React mounts, and only then does the websocket open and on_load run "
      "(hydrate -> data delta 97-128 ms); at 10,000 messages the server also reads the whole checkpoint "
      "(LangGraph deserializes the history, ~0.2 s, then the views, ~0.12 s). Opened again, with the build's "
-     "files kept, the same page is interactive in 360-390 ms. Tried: the route's modules preloaded, the build's "
+     "files kept, the same page is interactive in 360-450 ms: the websocket and on_load, without the files. "
+     "Tried: the route's modules preloaded, the build's "
      "files cached as immutable, the JSON editor loaded on demand, the first 50 rows only (rounds 13, 14)."),
     ("6 long thread", "scrolling to the top: long tasks",
      "Stands in the way: each step up resent every row the tab had seen, so steps grew to 10,000 rows; the "
