@@ -10,7 +10,7 @@
 // as many rows, which keeps what the reader looks at in place), laterCount (rows of the thread after the
 // last row given: the server keeps a window of rows, and far up a long thread the latest leave it),
 // onEndReached() (the reader scrolled down to the last row given while laterCount > 0: the server appends
-// later rows and may take rows off the top, raising firstIndex by as many), gap (px between rows).
+// later rows; none leave the top, where the list would lose the reader's place), gap (px between rows).
 // Other props (data-testid) go on the list's element.
 import { Fragment, createElement as h, useCallback, useEffect, useRef, useState } from "react";
 import { Virtuoso } from "react-virtuoso";
@@ -55,10 +55,16 @@ export function MessageList({ children, firstIndex, laterCount, scrollParent, on
   const later = laterCount || 0;
   const maybeLoadLater = useCallback(() => {
     // Once per window end: the reader reached the last row given while later rows are on the server.
-    if (!onEndReached || later <= 0 || askedLater.current === end) return;
+    // The list's end must really be near the screen: right after rows leave the window's bottom the list
+    // may report its (stale) last row as shown, which would undo the window at once.
+    if (!parent || !onEndReached || later <= 0 || askedLater.current === end) return;
+    const list = parent.querySelector('[data-testid=message-list]');
+    if (!list) return;
+    const below = list.getBoundingClientRect().bottom - parent.getBoundingClientRect().bottom;
+    if (below > parent.clientHeight * NEAR_TOP_SCREENS) return;
     askedLater.current = end;
     onEndReached();
-  }, [end, later, onEndReached]);
+  }, [parent, end, later, onEndReached]);
   useEffect(() => {
     if (!parent) return undefined;
     let last = parent.scrollTop;
@@ -66,11 +72,12 @@ export function MessageList({ children, firstIndex, laterCount, scrollParent, on
       if (parent.scrollTop < last - 1) movedUp.current = true;
       last = parent.scrollTop;
       maybeLoad();
+      if (later > 0) maybeLoadLater();
     };
     parent.addEventListener("scroll", onScroll, { passive: true });
     maybeLoad(); // a page that arrived while the reader stays at the top asks for the next one
     return () => parent.removeEventListener("scroll", onScroll);
-  }, [parent, maybeLoad]);
+  }, [parent, maybeLoad, maybeLoadLater, later]);
   const gapPx = gap === undefined ? 12 : gap;
   // Each row stacks its bubble as the thread column did (a user's bubble on the right).
   const content = useCallback((index, item) => h("div", { style: { paddingBottom: gapPx + "px", display: "flex", flexDirection: "column" } }, item), [gapPx]);

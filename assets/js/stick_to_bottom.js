@@ -12,7 +12,11 @@ window.hitlStickToBottom = function () {
   box.__hitlStick = true;
   let stick = true;
   const gap = () => box.scrollHeight - box.scrollTop - box.clientHeight;
-  box.addEventListener('scroll', () => { stick = gap() < 120; }, {passive: true});
+  // At the end of the rows the tab holds while later rows are still on the server ("Show later
+  // messages"), the reader is not at the thread's end: the later rows join below, where they read on,
+  // rather than the page jumping past them to the end.
+  const laterRows = () => !!box.querySelector('[data-testid=show-later]');
+  box.addEventListener('scroll', () => { stick = gap() < 120 && !laterRows(); }, {passive: true});
   let panel = null;
   let reveal = null;
   let settling = null; // the new review, revealed again as it fills in, until the reader acts
@@ -61,3 +65,4 @@ window.hitlStickToBottom = function () {
   }).observe(box, {childList: true, subtree: true, characterData: true});
   box.scrollTop = box.scrollHeight;
 };
+

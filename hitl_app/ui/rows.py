@@ -22,7 +22,7 @@ every row on load); scrolling up adds ``earlier_step`` rows at a time."""
 EARLIER_STEP_MAX = 500
 """The most rows one step up (or down) adds to what the tab holds."""
 WINDOW_ROWS = 1000
-"""The most rows a tab holds after a step (its window of the thread): every step resends the whole window
+"""The most rows a tab holds after a step up (its window of the thread): every step resends the whole window
 (Reflex sends a changed list whole), which the page parses and maps to one element per row, so a window
 that grew with the thread made each step of a 10,000-message thread a main-thread task of 80-175 ms
 (bench/README.md rounds 13-15). Rows that fall out of the window stay on the server and come back as the
@@ -64,11 +64,12 @@ def step_up(start: int, end: int, total: int) -> tuple[int, int]:
 
 def step_down(start: int, end: int, total: int) -> tuple[int, int]:
     """The window ``(start, end)`` after one step down (the reader reached its last row while later rows
-    exist): ``earlier_step`` later rows join it, rows past ``WINDOW_ROWS`` leave it at its top, and it
-    follows the end again once it reaches it (``end`` -1)."""
+    exist): ``earlier_step`` later rows join it (at most ``EARLIER_STEP_MAX``), and it follows the end again
+    once it reaches it (``end`` -1). No row leaves its top: react-virtuoso lost the reader's place when
+    rows left above them (a new user's pass, scrolling down fast, saw a blank band and ~100 rows skipped),
+    so on the way back down the window grows; it is bounded again on the next open."""
     first, stop = shown_range(start, end, total)
     stop += earlier_step(stop - first)
-    first = max(first, min(stop, total) - WINDOW_ROWS)
     return first, (-1 if stop >= total else stop)
 
 

@@ -24,12 +24,15 @@ card instead of running past its edge on a phone."""
 MARKDOWN_TABLE = {
     "& table": {"borderCollapse": "collapse", "margin": "0.6em 0", "display": "block", "maxWidth": "100%",
                 "overflowX": "auto"},
-    "& th, & td": {"border": "1px solid var(--gray-6)", "padding": "4px 10px", "verticalAlign": "top"},
+    # the bubble breaks long words anywhere (overflowWrap: anywhere); a cell does not, so a narrow table
+    # keeps "count" and "12" whole and scrolls sideways instead (a new user's pass saw "1" over "2")
+    "& th, & td": {"border": "1px solid var(--gray-6)", "padding": "4px 10px", "verticalAlign": "top",
+                   "overflowWrap": "normal", "wordBreak": "normal"},
     "& th": {"background": "var(--gray-a3)", "fontWeight": "600"},
 }
 """A table in a message's markdown (a user's or the agent's pipe table): ruled cells with room
 between them (unstyled, a header read "fruitcount"), and a table wider than the bubble scrolls
-inside it rather than widening the page."""
+inside it rather than widening the page; a cell's words and numbers are never broken mid-word."""
 
 TABLE_IN_SCROLL_BOX = {
     "& .rt-ScrollAreaRoot, & .rt-ScrollAreaViewport": {"overflow": "visible !important"},

@@ -189,6 +189,12 @@ HEADER_GAP = """t => {
 }"""
 """How far apart (px) the texts of a table's first two header cells are."""
 FENCED = "def f(x):\n    return x * 2  # **not bold**"
+NOTE = "ripe in a week or two, keep them somewhere cool and dark until then"
+ONE_LINE_CELLS = """t => Array.from(t.querySelectorAll('th, td')).filter((c) => c.textContent.trim().split(' ').length === 1)
+  .filter((c) => { const r = document.createRange(); r.selectNodeContents(c);
+                   return new Set(Array.from(r.getClientRects()).map((x) => Math.round(x.top))).size > 1; })
+  .map((c) => c.textContent)"""
+"""The texts of a table's one-word cells that wrap onto more than one line (a word or number broken)."""
 
 
 def test_a_user_message_renders_markdown_safely_and_its_fold_opens_by_keyboard(page: Page, app_server: AppServer):
@@ -199,7 +205,7 @@ def test_a_user_message_renders_markdown_safely_and_its_fold_opens_by_keyboard(p
     open_new_thread(page, app_server)
     text = (
         "stream 3 words **bold words** and `code` <img src=x onerror=alert(1)>\n\n- one\n- two\n\n"
-        f"```\n{FENCED}\n```\n\n| fruit | count |\n| --- | ---: |\n| pear | 3 |\n| plum | 12 |\n\n"
+        f"```\n{FENCED}\n```\n\n| fruit | count | note |\n| --- | ---: | --- |\n| pear | 3 | {NOTE} |\n| plum | 12 | fine |\n\n"
         + " ".join(f"word{i:04d}" for i in range(300))
     )
     page.get_by_test_id("composer-input").fill(text)
@@ -227,12 +233,19 @@ def test_a_user_message_renders_markdown_safely_and_its_fold_opens_by_keyboard(p
     assert code.evaluate("e => e.innerText").splitlines()[:2] == FENCED.splitlines(), "the block's lines as typed"
     table = fold.locator("table")
     expect(table).to_be_visible()
-    expect(table.locator("th")).to_have_text(["fruit", "count"])
+    expect(table.locator("th")).to_have_text(["fruit", "count", "note"])
     expect(table.locator("tbody tr")).to_have_count(2)
-    expect(table.locator("tbody td")).to_have_text(["pear", "3", "plum", "12"])
+    expect(table.locator("tbody td")).to_have_text(["pear", "3", NOTE, "plum", "12", "fine"])
     gap = table.evaluate(HEADER_GAP)
     assert gap >= 8, f"the header cells touch ({gap:.1f} px apart): it reads 'fruitcount'"
     expect(fold).not_to_contain_text("| ---")  # no raw markdown left
     shoot(page, "layout-user-markdown-open")
+    # at phone width a cell's word or number is never broken (a new user's pass saw "cou/nt" and "1" over "2"):
+    # the long note wraps at its spaces, and a table wider than the bubble scrolls inside it
+    page.set_viewport_size({"width": 390, "height": 844})
+    broken = table.evaluate(ONE_LINE_CELLS)
+    assert broken == [], f"cells broken across lines at 390 px: {broken}"
+    shoot(page, "layout-user-markdown-phone")
+    page.set_viewport_size(DESKTOP)
     page.keyboard.press("Enter")
     expect(fold).not_to_have_attribute("open", "")

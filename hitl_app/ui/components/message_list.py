@@ -11,7 +11,7 @@ Earlier rows are not in the browser until the reader scrolls up to the first one
 ``on_start_reached`` asks the server for earlier rows (``ChatState.show_earlier``: as many again as the tab holds).
 The tab holds a window of at most ``ui/rows.py`` ``WINDOW_ROWS`` rows: far up a long thread, the latest rows
 leave it, and ``on_end_reached`` brings them back as the reader scrolls down again (``ChatState.show_later``;
-rows leaving at the top keep the reader's place through ``first_index`` too).
+on the way down no row leaves the top, where react-virtuoso would lose the reader's place).
 """
 
 # Tested by: tests/e2e/test_long_thread.py
@@ -31,7 +31,7 @@ class MessageList(rx.Component):
 
     Props:
         first_index: the thread position (0-based) of the first row given; lower it by the number of
-            rows prepended, raise it by the number of rows taken off the top.
+            rows prepended.
         later_count: how many rows of the thread come after the last row given (0: it is the thread's end).
         scroll_parent: the id of the element that scrolls the thread.
         gap: pixels between rows.
